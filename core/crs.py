@@ -1,0 +1,100 @@
+"""Coordinate reference systems: resolving them, splitting edges, reprojecting arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyproj
+import shapely
+
+#: Default CRS for areas and IoU: WGS 84 / NSIDC EASE-Grid 2.0 Global, equal-area, metres.
+DEFAULT_EQUAL_AREA_CRS = "EPSG:6933"
+
+#: Edges are split into pieces of at most this many metres before reprojection, so that a
+#: straight edge is not replaced by one long chord in the target CRS (agribound seed).
+DENSIFY_M = 50.0
+
+_WGS84_SEMI_MAJOR_M = 6_378_137.0
+
+
+def resolve_crs(value, name: str) -> pyproj.CRS | None:
+    """A pyproj CRS from anything ``pyproj.CRS.from_user_input`` takes; None stays None.
+
+    Raises ValueError naming ``name`` if the value is not a CRS.
+    """
+    if value is None:
+        return None
+    try:
+        return pyproj.CRS.from_user_input(value)
+    except pyproj.exceptions.CRSError as exc:
+        raise ValueError(f"{name}: {value!r} is not a valid CRS ({exc})") from None
+
+
+def resolve_equal_area_crs(value) -> pyproj.CRS:
+    """The CRS for areas and IoU; raises ValueError unless it is projected with axes in metres."""
+    crs = resolve_crs(DEFAULT_EQUAL_AREA_CRS if value is None else value, "equal_area_crs")
+    if not crs.is_projected:
+        raise ValueError(
+            f"equal_area_crs must be a projected CRS with axes in metres, got {crs_label(crs)}"
+        )
+    if any(axis.unit_conversion_factor != 1.0 for axis in crs.axis_info):
+        raise ValueError(f"equal_area_crs must have axes in metres, got {crs_label(crs)}")
+    return crs
+
+
+def check_layer_crs(reference_crs, predicted_crs) -> None:
+    """Raise ValueError when exactly one of the two layers has a CRS.
+
+    Both without a CRS is planar (image or pixel) space; one without is ambiguous.
+    """
+    if (reference_crs is None) != (predicted_crs is None):
+        with_crs, without = (
+            ("reference", "predicted") if predicted_crs is None else ("predicted", "reference")
+        )
+        raise ValueError(
+            f"The {without} layer has no CRS but the {with_crs} layer has one; assign the "
+            f"{without} layer its CRS (or remove both CRSs to evaluate in planar pixel units)"
+        )
+
+
+def crs_label(crs: pyproj.CRS | None) -> str:
+    """``"AUTHORITY:CODE"`` when the CRS matches one exactly, else its PROJ string or name."""
+    if crs is None:
+        return "none (planar units)"
+    authority = crs.to_authority(min_confidence=100)
+    if authority is not None:
+        return f"{authority[0]}:{authority[1]}"
+    return crs.to_string() or crs.name
+
+
+def densify_step(crs: pyproj.CRS) -> float | None:
+    """``DENSIFY_M`` in units of ``crs``, or None when its axis unit is unknown.
+
+    For a geographic CRS, the angle subtending 50 m on a sphere of the WGS 84 semi-major axis:
+    50 m along a meridian and less along a parallel.
+    """
+    axes = crs.axis_info
+    factor = axes[0].unit_conversion_factor if axes else float("nan")
+    if not (np.isfinite(factor) and factor > 0):
+        return None
+    if crs.is_geographic:
+        return DENSIFY_M / (_WGS84_SEMI_MAJOR_M * factor)  # factor: radians per unit
+    if crs.is_projected:
+        return DENSIFY_M / factor  # factor: metres per unit
+    return None
+
+
+def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndarray:
+    """Reproject an object array of geometries (None allowed), vectorised over all vertices.
+
+    Points PROJ cannot transform come back as infinite coordinates; callers drop those rows.
+    """
+    if len(geoms) == 0 or source == target:
+        return geoms
+    transformer = pyproj.Transformer.from_crs(source, target, always_xy=True)
+
+    def transform(x, y):
+        if len(x) == 0:
+            return x, y
+        return transformer.transform(x, y, errcheck=False)
+
+    return shapely.transform(geoms, transform, interleaved=False)

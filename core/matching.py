@@ -1,0 +1,94 @@
+"""Matching rules: which (reference, predicted) pairs count as true positives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .overlap import OverlapPairs
+
+#: Matching rules offered, in the order the Processing enum lists them.
+MATCHING_METHODS = ("one_to_one", "many_to_one")
+
+#: IoU is compared with the threshold with this relative tolerance, so that an IoU equal to
+#: the threshold in exact arithmetic (0.04 / 0.08 computes as 0.4999999999999997) still matches.
+IOU_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Result of matching.
+
+    Attributes:
+        reference_match: int64, shape (n_ref,): matched predicted position, -1 if unmatched.
+        predicted_match: int64, shape (n_pred,): the reference it is matched to (in
+            many_to_one, its highest-IoU matched reference), -1 if unmatched.
+    """
+
+    reference_match: np.ndarray
+    predicted_match: np.ndarray
+
+
+def at_or_above(iou: np.ndarray, iou_threshold: float) -> np.ndarray:
+    """Boolean mask of IoUs at or above the threshold, with relative tolerance ``IOU_RTOL``."""
+    return iou >= iou_threshold * (1.0 - IOU_RTOL)
+
+
+def match(
+    pairs: OverlapPairs, n_reference: int, n_predicted: int, iou_threshold: float, method: str
+) -> Matches:
+    """Match predictions to reference polygons.
+
+    ``one_to_one``: pairs at or above the threshold sorted by descending IoU (ties by reference,
+    then predicted position) are accepted greedily when neither side is matched yet.
+    ``many_to_one``: each reference takes its highest-IoU prediction at or above the threshold
+    (ties: lowest predicted position); a prediction may match several references.
+
+    Source: agribound 1.0 evaluation, "Matching" (../shared/seeds/agribound_evaluation.txt).
+    Raises ValueError for an unknown method.
+    """
+    above = at_or_above(pairs.iou, iou_threshold)
+    ref, pred, iou = pairs.reference[above], pairs.predicted[above], pairs.iou[above]
+    if method == "one_to_one":
+        return _greedy_one_to_one(ref, pred, iou, n_reference, n_predicted)
+    if method == "many_to_one":
+        reference_match = argmax_per_group(ref, iou, pred, n_reference)
+        matched = np.flatnonzero(reference_match >= 0)
+        matched_iou = pairs.iou[pairs.find(matched, reference_match[matched])]
+        predicted_match = argmax_per_group(
+            reference_match[matched], matched_iou, matched, n_predicted
+        )
+        return Matches(reference_match, predicted_match)
+    raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {method!r}")
+
+
+def _greedy_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
+    reference_match = np.full(n_reference, -1, dtype=np.int64)
+    predicted_match = np.full(n_predicted, -1, dtype=np.int64)
+    # A sequential rule: each acceptance depends on the ones before it.
+    for k in np.lexsort((pred, ref, -iou)):
+        r, p = ref[k], pred[k]
+        if reference_match[r] < 0 and predicted_match[p] < 0:
+            reference_match[r] = p
+            predicted_match[p] = r
+    return Matches(reference_match, predicted_match)
+
+
+def argmax_per_group(
+    group: np.ndarray, value: np.ndarray, other: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """For each group id in 0..n_groups-1, the ``other`` id with the largest ``value``.
+
+    Arrays ``group``, ``value``, ``other`` have shape (n,). Ties go to the smallest ``other``
+    id; groups without elements get -1. Returns int64, shape (n_groups,).
+    """
+    out = np.full(n_groups, -1, dtype=np.int64)
+    if len(group) == 0:
+        return out
+    order = np.lexsort((other, -value, group))
+    sorted_group = group[order]
+    first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    out[sorted_group[first]] = other[order[first]]
+    return out
+

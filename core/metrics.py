@@ -1,0 +1,135 @@
+"""Summary metrics from per-reference quantity sums.
+
+Every summary metric is a ratio of sums of per-reference-field quantities (predictions are
+attributed to their home reference field), so the same function serves the whole layer,
+strata, size classes and bootstrap resamples. Definitions, names and empty-denominator rules
+are those of the agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Per-reference quantities whose sums define the metrics. "*pred*" quantities and
+#: "legacy_underseg" belong to predictions, summed onto their home reference field.
+QUANTITIES = (
+    "n_ref",
+    "area_ref",
+    "tp",
+    "iou_tp",
+    "best_iou",
+    "abs_area_err_tp",
+    "signed_area_err_tp",
+    "area_ref_tp",
+    "os",
+    "us",
+    "us_defined",
+    "legacy_overseg",
+    "n_pred",
+    "n_pred_matched",
+    "area_pred",
+    "area_pred_matched",
+    "legacy_underseg",
+)
+Q = {name: k for k, name in enumerate(QUANTITIES)}
+
+#: Keys that are rates: 0.0 on an empty denominator, 1.0 when both layers are empty.
+RATE_KEYS = (
+    "precision",
+    "recall",
+    "f1",
+    "iou_mean",
+    "area_weighted_precision",
+    "area_weighted_recall",
+    "area_weighted_f1",
+)
+COUNT_KEYS = ("count_predicted", "count_reference", "count_tp", "count_fp", "count_fn")
+
+
+def ratio(num, den, empty: float) -> np.ndarray:
+    """``num / den`` elementwise, ``empty`` where ``den == 0``; NaN inputs propagate."""
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = num / den
+    return np.where(den == 0, empty, out)
+
+
+def f1_score(precision, recall) -> np.ndarray:
+    """Harmonic mean of precision and recall; 0.0 when both are 0."""
+    precision = np.asarray(precision, dtype=float)
+    recall = np.asarray(recall, dtype=float)
+    return ratio(2.0 * precision * recall, precision + recall, 0.0)
+
+
+def metrics_from_sums(sums: np.ndarray, empty_rate: float = 0.0) -> dict[str, np.ndarray]:
+    """Summary metrics from quantity sums.
+
+    Args:
+        sums: float array, shape (..., len(QUANTITIES)): sums over reference fields (and their
+            home predictions) of each quantity in ``QUANTITIES``.
+        empty_rate: value of a rate whose denominator is 0 (0.0 for reported metrics).
+
+    Returns:
+        dict of arrays of shape (...). Rates and the 0.1.x keys over_segmentation,
+        under_segmentation and area_error_mean_m2 take ``empty_rate`` on an empty
+        denominator; other means are NaN. Areas in ha, area errors in m².
+
+    Source: agribound 1.0 evaluation, "Summary metrics" and "Empty denominators".
+    """
+
+    def q(name):
+        return sums[..., Q[name]]
+
+    def rate(num, den):
+        return ratio(num, den, empty_rate)
+
+    def mean(num, den):
+        return ratio(num, den, np.nan)
+
+    tp = q("tp")
+    n_ref = q("n_ref")
+    n_pred = q("n_pred")
+    fp = n_pred - q("n_pred_matched")
+    precision = rate(tp, tp + fp)
+    recall = rate(tp, n_ref)
+    aw_precision = rate(q("area_pred_matched"), q("area_pred"))
+    aw_recall = rate(q("area_ref_tp"), q("area_ref"))
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1_score(precision, recall),
+        "iou_mean": rate(q("iou_tp"), tp),
+        "over_segmentation": rate(q("legacy_overseg"), n_ref),
+        "under_segmentation": rate(q("legacy_underseg"), n_pred),
+        "area_error_mean_m2": rate(q("abs_area_err_tp"), tp),
+        "count_predicted": n_pred,
+        "count_reference": n_ref,
+        "count_tp": tp,
+        "count_fp": fp,
+        "count_fn": n_ref - tp,
+        "best_iou_mean": mean(q("best_iou"), n_ref),
+        "area_weighted_precision": aw_precision,
+        "area_weighted_recall": aw_recall,
+        "area_weighted_f1": f1_score(aw_precision, aw_recall),
+        "reference_area_ha": q("area_ref") / 1e4,
+        "predicted_area_ha": q("area_pred") / 1e4,
+        "area_error_signed_mean_m2": mean(q("signed_area_err_tp"), tp),
+        "oversegmentation_mean": mean(q("os"), n_ref),
+        "undersegmentation_mean": mean(q("us"), q("us_defined")),
+    }
+
+
+def to_builtin(metrics: dict[str, np.ndarray]) -> dict[str, float | int]:
+    """Scalar metrics as Python floats, counts as ints."""
+    return {
+        key: int(round(float(value))) if key in COUNT_KEYS else float(value)
+        for key, value in metrics.items()
+    }
+
+
+def nan_median(values: np.ndarray) -> float:
+    """Median of the finite values, NaN when there are none."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if len(values) else float("nan")

@@ -1,0 +1,1 @@
+"""QGIS glue: the plugin class that registers the Processing provider."""

@@ -1,0 +1,467 @@
+"""Processing algorithm ioueval:evaluatepolygons: the main job, an adapter over core.evaluate."""
+
+from __future__ import annotations
+
+import shapely
+from qgis.core import (
+    QgsCoordinateTransform,
+    QgsCsException,
+    QgsFeature,
+    QgsField,
+    QgsFields,
+    QgsGeometry,
+    QgsProcessingAlgorithm,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterCrs,
+    QgsProcessingParameterFeatureSink,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterField,
+    QgsProcessingParameterFileDestination,
+    QgsProcessingParameterNumber,
+    QgsProcessingUtils,
+)
+from qgis.PyQt.QtCore import QCoreApplication, QVariant
+
+from ..core import EvaluationCanceled, Progress, evaluate
+from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core.report import build_report, render_html, write_atomically, write_json
+from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .layers import layer_crs_definition, read_source, to_qgis_value
+from .metadata import plugin_version
+from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
+
+HELP = """
+<p>Matches predicted polygons to reference polygons by intersection over union (IoU) and
+scores the result at the object level.</p>
+<p><b>IoU</b>(P, R) = |P ∩ R| / |P ∪ R|, with areas in m² in the equal-area CRS (default
+EPSG:6933; both layers are reprojected, edges first split into pieces of at most 50 m).
+A pair can match when IoU ≥ threshold (relative tolerance 1e-9) and the intersection has
+positive area. <b>One-to-one</b> matching: pairs sorted by descending IoU (ties by reference,
+then prediction order), a pair is accepted when neither polygon is matched yet.</p>
+<p>TP = matched reference features, FP = unmatched predictions, FN = unmatched references.
+<b>Precision</b> = TP / (TP + FP), <b>recall</b> = TP / (TP + FN),
+<b>F1</b> = 2·precision·recall / (precision + recall), <b>mean IoU</b> over matched pairs.
+Empty denominators give 0; two empty layers give 1.</p>
+<p>Bad data never stops the run: null, empty, non-polygonal and zero-area features are dropped
+and counted; invalid geometries are repaired (make_valid, structure method) and counted;
+Z and M are dropped. The report lists the counts. Layers without a CRS are evaluated in planar
+units only when both lack one.</p>
+<p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
+reference), unmatched references (FN), a per-field table keyed by the reference id (join it
+to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
+evaluation.</p>
+"""
+
+
+class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
+    PREDICTED = "PREDICTED"
+    REFERENCE = "REFERENCE"
+    REFERENCE_ID_FIELD = "REFERENCE_ID_FIELD"
+    IOU_THRESHOLD = "IOU_THRESHOLD"
+    EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
+    TRUE_POSITIVES = "TRUE_POSITIVES"
+    FALSE_POSITIVES = "FALSE_POSITIVES"
+    FALSE_NEGATIVES = "FALSE_NEGATIVES"
+    PER_FIELD = "PER_FIELD"
+    REPORT_JSON = "REPORT_JSON"
+    REPORT_HTML = "REPORT_HTML"
+    NUMERIC_OUTPUTS = {
+        "PRECISION": ("precision", "Precision"),
+        "RECALL": ("recall", "Recall"),
+        "F1": ("f1", "F1"),
+        "IOU_MEAN": ("iou_mean", "Mean IoU of matched pairs"),
+        "COUNT_TP": ("count_tp", "True positives"),
+        "COUNT_FP": ("count_fp", "False positives"),
+        "COUNT_FN": ("count_fn", "False negatives"),
+    }
+
+    def name(self):
+        return "evaluatepolygons"
+
+    def displayName(self):  # noqa: N802
+        return self.tr("Evaluate polygons (IoU matching)")
+
+    def group(self):
+        return self.tr("Object-level evaluation")
+
+    def groupId(self):  # noqa: N802
+        return "objectlevel"
+
+    def shortHelpString(self):  # noqa: N802
+        return self.tr(HELP)
+
+    def tr(self, text):
+        return QCoreApplication.translate("EvaluatePolygonsAlgorithm", text)
+
+    def createInstance(self):  # noqa: N802
+        return EvaluatePolygonsAlgorithm()
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.addParameter(
+            QgsProcessingParameterFeatureSource(
+                self.PREDICTED, self.tr("Predicted polygons"), [VECTOR_POLYGON]
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterFeatureSource(
+                self.REFERENCE, self.tr("Reference polygons"), [VECTOR_POLYGON]
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterField(
+                self.REFERENCE_ID_FIELD,
+                self.tr("Reference id field (keys the per-field table; default: feature id)"),
+                parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterNumber(
+                self.IOU_THRESHOLD,
+                self.tr("IoU threshold for a match, in (0, 1]"),
+                QgsProcessingParameterNumber.Double,
+                defaultValue=0.5,
+                minValue=0.0,
+                maxValue=1.0,
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterCrs(
+                self.EQUAL_AREA_CRS,
+                self.tr("Equal-area CRS for areas and IoU (metres)"),
+                defaultValue=DEFAULT_EQUAL_AREA_CRS,
+                # Optional only so that an omitted value falls back to the default: 3.22
+                # rejects a missing CRS value even when the parameter has a default.
+                optional=True,
+            )
+        )
+        for name, label in (
+            (self.TRUE_POSITIVES, "True positives (matched predictions)"),
+            (self.FALSE_POSITIVES, "False positives (unmatched predictions)"),
+            (self.FALSE_NEGATIVES, "False negatives (unmatched references)"),
+        ):
+            self.addParameter(
+                QgsProcessingParameterFeatureSink(name, self.tr(label), VECTOR_POLYGON)
+            )
+        self.addParameter(
+            QgsProcessingParameterFeatureSink(
+                self.PER_FIELD, self.tr("Per-field table (joins to the reference layer)"), TABLE
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterFileDestination(
+                self.REPORT_JSON, self.tr("Metrics report (JSON)"), "JSON files (*.json)"
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterFileDestination(
+                self.REPORT_HTML, self.tr("Metrics report (HTML)"), "HTML files (*.html *.htm)"
+            )
+        )
+        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
+            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        threshold = self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context)
+        if not 0.0 < threshold <= 1.0:
+            return False, self.tr(f"IOU_THRESHOLD must be in (0, 1], got {threshold}")
+        try:
+            resolve_equal_area_crs(self._equal_area_crs(parameters, context))
+        except ValueError as exc:
+            return False, f"EQUAL_AREA_CRS: {exc}"
+        return True, ""
+
+    def _equal_area_crs(self, parameters, context):
+        """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
+        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
+        return _crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
+        reference_source = self.parameterAsSource(parameters, self.REFERENCE, context)
+        for name, source in ((self.PREDICTED, predicted_source), (self.REFERENCE, reference_source)):
+            if source is None:
+                raise QgsProcessingException(self.invalidSourceError(parameters, name))
+        id_field = self.parameterAsString(parameters, self.REFERENCE_ID_FIELD, context)
+        id_index = reference_source.fields().lookupField(id_field) if id_field else -1
+        if id_field and id_index < 0:
+            raise QgsProcessingException(
+                f"REFERENCE_ID_FIELD: the reference layer has no field {id_field!r}"
+            )
+        threshold = self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context)
+        equal_area_crs = self._equal_area_crs(parameters, context)
+
+        feedback.setProgressText(self.tr("Reading layers"))
+        reference = read_source(reference_source, feedback, (0, 10))
+        predicted = read_source(predicted_source, feedback, (10, 20)) if reference else None
+        if predicted is None:
+            return {}
+        try:
+            evaluation = evaluate(
+                predicted.geometries,
+                reference.geometries,
+                predicted_crs=predicted.crs_wkt,
+                reference_crs=reference.crs_wkt,
+                iou_threshold=threshold,
+                equal_area_crs=equal_area_crs,
+                progress=_FeedbackProgress(feedback, 20, 80),
+            )
+        except EvaluationCanceled:
+            return {}
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+
+        metrics = evaluation.metrics
+        feedback.pushInfo(
+            f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
+            f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
+            f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
+        )
+        for layer_name in ("reference", "predicted"):
+            dropped = metrics[f"count_{layer_name}_dropped"]
+            repaired = metrics[f"count_{layer_name}_repaired"]
+            if dropped or repaired:
+                feedback.pushWarning(
+                    f"{layer_name} layer: {dropped} features dropped (null, empty, "
+                    f"non-polygonal or zero area), {repaired} invalid geometries repaired"
+                )
+
+        feedback.setProgressText(self.tr("Writing outputs"))
+        writer = _OutputWriter(self, parameters, context, feedback)
+        ref_ids = (
+            [attrs[id_index] for attrs in reference.attributes]
+            if id_index >= 0
+            else list(reference.feature_ids)
+        )
+        id_qfield = (
+            QgsField(reference_source.fields().at(id_index))
+            if id_index >= 0
+            else QgsField("ref_fid", QVariant.LongLong)
+        )
+        transform = _transform(predicted_source, reference_source, context)
+        results = writer.write_all(
+            evaluation, predicted, reference, predicted_source, reference_source,
+            ref_ids, id_qfield, transform,
+        )
+        if feedback.isCanceled():
+            return {}
+
+        feedback.setProgressText(self.tr("Writing reports"))
+        inputs = {
+            "reference": _input_description(self, parameters, self.REFERENCE, context, reference),
+            "predicted": _input_description(self, parameters, self.PREDICTED, context, predicted),
+        }
+        report = build_report(
+            evaluation,
+            inputs,
+            {"plugin": plugin_version(), "qgis": QGIS_VERSION},
+        )
+        report["parameters"]["reference_id_field"] = id_field or None
+        json_path = self.parameterAsFileOutput(parameters, self.REPORT_JSON, context)
+        html_path = self.parameterAsFileOutput(parameters, self.REPORT_HTML, context)
+        try:
+            write_json(report, json_path)
+            write_atomically(html_path, render_html(report, REPORT_TEMPLATE))
+        except OSError as exc:
+            raise QgsProcessingException(f"Could not write the report: {exc}") from exc
+        results[self.REPORT_JSON] = json_path
+        results[self.REPORT_HTML] = html_path
+        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
+            results[name] = metrics[key]
+        feedback.setProgress(100)
+        return results
+
+
+class _FeedbackProgress(Progress):
+    """Forwards core progress (0-100) into a slice of the algorithm's progress bar."""
+
+    def __init__(self, feedback, start, end):
+        self.feedback, self.start, self.end = feedback, start, end
+
+    def report(self, percent, message=""):
+        if message:
+            self.feedback.setProgressText(message)
+        self.feedback.setProgress(self.start + (self.end - self.start) * percent / 100.0)
+
+    def is_canceled(self):
+        return self.feedback.isCanceled()
+
+
+class _OutputWriter:
+    """Creates the sinks after evaluation (so a failed or canceled run leaves none) and fills
+    them with each feature's own attributes plus the evaluation's columns."""
+
+    def __init__(self, algorithm, parameters, context, feedback):
+        self.algorithm, self.parameters = algorithm, parameters
+        self.context, self.feedback = context, feedback
+
+    def write_all(self, evaluation, predicted, reference, predicted_source, reference_source,
+                  ref_ids, id_qfield, transform):
+        ref_layer, pred_layer = evaluation.reference, evaluation.predicted
+        per_pred, per_ref = evaluation.per_predicted, evaluation.per_reference
+        ref_wkb = shapely.to_wkb(ref_layer.source)
+        pred_wkb = shapely.to_wkb(pred_layer.source)
+        crs = reference_source.sourceCrs()
+        alg = self.algorithm
+        id_type_field = QgsField(id_qfield)
+        id_type_field.setName("ref_id")
+
+        # Row k of the prepared predicted layer is input row pred_layer.keep[k].
+        tp_rows = [k for k in range(pred_layer.n) if per_pred["matched"][k]]
+        fp_rows = [k for k in range(pred_layer.n) if not per_pred["matched"][k]]
+        fn_rows = [k for k in range(ref_layer.n) if not per_ref["matched"][k]]
+        id_of_ref_input = dict(enumerate(ref_ids))
+        fid_of_pred_input = predicted.feature_ids
+
+        def pred_geometry(k):
+            geometry = QgsGeometry()
+            geometry.fromWkb(pred_wkb[k])
+            geometry.convertToMultiType()
+            if transform is not None:
+                try:
+                    geometry.transform(transform)
+                except QgsCsException:
+                    return QgsGeometry()
+            return geometry
+
+        def ref_geometry(k):
+            geometry = QgsGeometry()
+            geometry.fromWkb(ref_wkb[k])
+            geometry.convertToMultiType()
+            return geometry
+
+        results = {}
+        tp_extra = _fields(id_type_field, ("iou", QVariant.Double),
+                           ("pred_area_m2", QVariant.Double), ("ref_area_m2", QVariant.Double))
+        results[alg.TRUE_POSITIVES] = self._write(
+            alg.TRUE_POSITIVES, predicted_source.fields(), tp_extra, MULTI_POLYGON, crs,
+            "true_positives",
+            (
+                (pred_geometry(k), predicted.attributes[pred_layer.keep[k]], [
+                    id_of_ref_input[per_pred["ref_index"][k]], per_pred["iou"][k],
+                    per_pred["area_m2"][k], per_pred["ref_area_m2"][k],
+                ])
+                for k in tp_rows
+            ),
+        )
+        fp_extra = _fields(("best_iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
+                           ("overlaps_reference", QVariant.Bool))
+        results[alg.FALSE_POSITIVES] = self._write(
+            alg.FALSE_POSITIVES, predicted_source.fields(), fp_extra, MULTI_POLYGON, crs,
+            "false_positives",
+            (
+                (pred_geometry(k), predicted.attributes[pred_layer.keep[k]], [
+                    per_pred["best_iou"][k], per_pred["area_m2"][k],
+                    per_pred["overlaps_reference"][k],
+                ])
+                for k in fp_rows
+            ),
+        )
+        fn_extra = _fields(("best_iou", QVariant.Double), ("ref_area_m2", QVariant.Double),
+                           ("max_overlap_pred_fid", QVariant.LongLong))
+        results[alg.FALSE_NEGATIVES] = self._write(
+            alg.FALSE_NEGATIVES, reference_source.fields(), fn_extra, MULTI_POLYGON, crs,
+            "false_negatives",
+            (
+                (ref_geometry(k), reference.attributes[ref_layer.keep[k]], [
+                    per_ref["best_iou"][k], per_ref["area_m2"][k],
+                    _fid_or_none(fid_of_pred_input, per_ref["max_overlap_pred_index"][k]),
+                ])
+                for k in fn_rows
+            ),
+        )
+        table_fields = _fields(
+            id_qfield, ("area_m2", QVariant.Double), ("area_ha", QVariant.Double),
+            ("matched", QVariant.Bool), ("pred_fid", QVariant.LongLong),
+            ("iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
+            ("best_iou", QVariant.Double), ("n_overlapping_pred", QVariant.Int),
+            ("max_overlap_pred_fid", QVariant.LongLong), ("oversegmentation", QVariant.Double),
+            ("undersegmentation", QVariant.Double),
+        )
+        results[alg.PER_FIELD] = self._write(
+            alg.PER_FIELD, QgsFields(), table_fields, NO_GEOMETRY, crs, None,
+            (
+                (None, [], [
+                    id_of_ref_input[ref_layer.keep[k]], per_ref["area_m2"][k],
+                    per_ref["area_ha"][k], per_ref["matched"][k],
+                    _fid_or_none(fid_of_pred_input, per_ref["pred_index"][k]),
+                    per_ref["iou"][k], per_ref["pred_area_m2"][k], per_ref["best_iou"][k],
+                    per_ref["n_overlapping_pred"][k],
+                    _fid_or_none(fid_of_pred_input, per_ref["max_overlap_pred_index"][k]),
+                    per_ref["oversegmentation"][k], per_ref["undersegmentation"][k],
+                ])
+                for k in range(ref_layer.n)
+            ),
+        )
+        return results
+
+    def _write(self, name, own_fields, extra_fields, wkb_type, crs, style, rows):
+        fields = QgsProcessingUtils.combineFields(own_fields, extra_fields)
+        sink, dest_id = self.algorithm.parameterAsSink(
+            self.parameters, name, self.context, fields, wkb_type, crs
+        )
+        if sink is None:
+            raise QgsProcessingException(self.algorithm.invalidSinkError(self.parameters, name))
+        for geometry, own, extra in rows:
+            if self.feedback.isCanceled():
+                break
+            feature = QgsFeature(fields)
+            if geometry is not None:
+                feature.setGeometry(geometry)
+            feature.setAttributes(list(own) + [to_qgis_value(v) for v in extra])
+            if not sink.addFeature(feature, FAST_INSERT):
+                raise QgsProcessingException(self.algorithm.writeFeatureError(sink, self.parameters, name))
+        del sink  # closes and flushes the file before its style is stored in it
+        if style is not None:
+            qml = style_path(style)
+            if self.context.willLoadLayerOnCompletion(dest_id):
+                details = self.context.layerToLoadOnCompletionDetails(dest_id)
+                details.setPostProcessor(StylePostProcessor.for_style(qml))
+            store_style_in_file(dest_id, qml, self.feedback)
+        return dest_id
+
+
+def _fields(*specs) -> QgsFields:
+    fields = QgsFields()
+    for spec in specs:
+        fields.append(spec if isinstance(spec, QgsField) else QgsField(spec[0], spec[1]))
+    return fields
+
+
+def _fid_or_none(feature_ids, input_position):
+    return None if input_position < 0 else int(feature_ids[input_position])
+
+
+def _crs_for_pyproj(crs):
+    """A QgsCoordinateReferenceSystem as something pyproj accepts (None if it has none)."""
+    if crs.authid() and not crs.authid().startswith("USER:"):
+        return crs.authid()
+    return layer_crs_definition(crs)
+
+
+def _transform(predicted_source, reference_source, context):
+    source_crs, target_crs = predicted_source.sourceCrs(), reference_source.sourceCrs()
+    if (
+        layer_crs_definition(source_crs) is None
+        or layer_crs_definition(target_crs) is None
+        or source_crs == target_crs
+    ):
+        return None
+    return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
+
+
+def _input_description(algorithm, parameters, name, context, features):
+    layer = algorithm.parameterAsVectorLayer(parameters, name, context)
+    value = parameters.get(name)
+    selected_only = bool(getattr(value, "selectedFeaturesOnly", False))
+    return {
+        "source": layer.publicSource() if layer is not None else str(value),
+        "layer_name": layer.name() if layer is not None else None,
+        "feature_count": len(features.feature_ids),
+        "selected_features_only": selected_only,
+        "crs": layer.crs().authid() if layer is not None else None,
+    }

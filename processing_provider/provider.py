@@ -1,0 +1,34 @@
+"""The IoU Evaluation Processing provider (id ``ioueval``)."""
+
+from pathlib import Path
+
+from qgis.core import QgsProcessingProvider
+from qgis.PyQt.QtGui import QIcon
+
+from .evaluate_polygons import EvaluatePolygonsAlgorithm
+from .metadata import plugin_version
+
+ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
+
+
+class IoUEvaluationProvider(QgsProcessingProvider):
+    def id(self):
+        return "ioueval"
+
+    def name(self):
+        return "IoU Evaluation"
+
+    def longName(self):  # noqa: N802
+        return f"IoU Evaluation {plugin_version()}"
+
+    def icon(self):
+        return QIcon(str(ICON_PATH))
+
+    def svgIconPath(self):  # noqa: N802
+        return str(ICON_PATH)
+
+    def versionInfo(self):  # noqa: N802
+        return plugin_version()
+
+    def loadAlgorithms(self):  # noqa: N802
+        self.addAlgorithm(EvaluatePolygonsAlgorithm())
