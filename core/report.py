@@ -60,11 +60,6 @@ def to_json_text(report: dict) -> str:
     return json.dumps(_json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def write_json(report: dict, path: str | os.PathLike) -> None:
-    """Write the report as JSON; the file appears complete or not at all."""
-    write_atomically(path, to_json_text(report))
-
-
 def render_html(report: dict, template_path: str | os.PathLike) -> str:
     """Render the report with a Jinja2 template (autoescaped)."""
     import jinja2

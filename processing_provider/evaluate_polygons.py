@@ -25,9 +25,9 @@ from qgis.PyQt.QtCore import QCoreApplication, QVariant
 
 from ..core import EvaluationCanceled, Progress, evaluate
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
-from ..core.report import build_report, render_html, write_atomically, write_json
+from ..core.report import build_report, render_html, to_json_text, write_atomically
 from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
-from .layers import layer_crs_definition, read_source, to_qgis_value
+from .layers import forward_core_log, layer_crs_definition, read_source, to_qgis_value
 from .metadata import plugin_version
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
 
@@ -142,21 +142,35 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             (self.FALSE_NEGATIVES, "False negatives (unmatched references)"),
         ):
             self.addParameter(
-                QgsProcessingParameterFeatureSink(name, self.tr(label), VECTOR_POLYGON)
+                QgsProcessingParameterFeatureSink(
+                    name, self.tr(label), VECTOR_POLYGON, optional=True, createByDefault=True
+                )
             )
         self.addParameter(
             QgsProcessingParameterFeatureSink(
-                self.PER_FIELD, self.tr("Per-field table (joins to the reference layer)"), TABLE
+                self.PER_FIELD,
+                self.tr("Per-field table (joins to the reference layer)"),
+                TABLE,
+                optional=True,
+                createByDefault=True,
             )
         )
         self.addParameter(
             QgsProcessingParameterFileDestination(
-                self.REPORT_JSON, self.tr("Metrics report (JSON)"), "JSON files (*.json)"
+                self.REPORT_JSON,
+                self.tr("Metrics report (JSON)"),
+                "JSON files (*.json)",
+                optional=True,
+                createByDefault=True,
             )
         )
         self.addParameter(
             QgsProcessingParameterFileDestination(
-                self.REPORT_HTML, self.tr("Metrics report (HTML)"), "HTML files (*.html *.htm)"
+                self.REPORT_HTML,
+                self.tr("Metrics report (HTML)"),
+                "HTML files (*.html *.htm)",
+                optional=True,
+                createByDefault=True,
             )
         )
         for name, (_, label) in self.NUMERIC_OUTPUTS.items():
@@ -201,15 +215,16 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
         if predicted is None:
             return {}
         try:
-            evaluation = evaluate(
-                predicted.geometries,
-                reference.geometries,
-                predicted_crs=predicted.crs_wkt,
-                reference_crs=reference.crs_wkt,
-                iou_threshold=threshold,
-                equal_area_crs=equal_area_crs,
-                progress=_FeedbackProgress(feedback, 20, 80),
-            )
+            with forward_core_log(feedback):
+                evaluation = evaluate(
+                    predicted.geometries,
+                    reference.geometries,
+                    predicted_crs=predicted.crs_wkt,
+                    reference_crs=reference.crs_wkt,
+                    iou_threshold=threshold,
+                    equal_area_crs=equal_area_crs,
+                    progress=_FeedbackProgress(feedback, 20, 80),
+                )
         except EvaluationCanceled:
             return {}
         except ValueError as exc:
@@ -221,15 +236,6 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
             f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
         )
-        for layer_name in ("reference", "predicted"):
-            dropped = metrics[f"count_{layer_name}_dropped"]
-            repaired = metrics[f"count_{layer_name}_repaired"]
-            if dropped or repaired:
-                feedback.pushWarning(
-                    f"{layer_name} layer: {dropped} features dropped (null, empty, "
-                    f"non-polygonal or zero area), {repaired} invalid geometries repaired"
-                )
-
         feedback.setProgressText(self.tr("Writing outputs"))
         writer = _OutputWriter(self, parameters, context, feedback)
         ref_ids = (
@@ -261,15 +267,18 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             {"plugin": plugin_version(), "qgis": QGIS_VERSION},
         )
         report["parameters"]["reference_id_field"] = id_field or None
-        json_path = self.parameterAsFileOutput(parameters, self.REPORT_JSON, context)
-        html_path = self.parameterAsFileOutput(parameters, self.REPORT_HTML, context)
-        try:
-            write_json(report, json_path)
-            write_atomically(html_path, render_html(report, REPORT_TEMPLATE))
-        except OSError as exc:
-            raise QgsProcessingException(f"Could not write the report: {exc}") from exc
-        results[self.REPORT_JSON] = json_path
-        results[self.REPORT_HTML] = html_path
+        for name, render in (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML, lambda data: render_html(data, REPORT_TEMPLATE)),
+        ):
+            path = self.parameterAsFileOutput(parameters, name, context)
+            if not _requested(parameters, name) or not path:
+                continue
+            try:
+                write_atomically(path, render(report))
+            except OSError as exc:
+                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
+            results[name] = path
         for name, (key, _) in self.NUMERIC_OUTPUTS.items():
             results[name] = metrics[key]
         feedback.setProgress(100)
@@ -397,10 +406,12 @@ class _OutputWriter:
                 for k in range(ref_layer.n)
             ),
         )
-        return results
+        return {name: dest for name, dest in results.items() if dest is not None}
 
     def _write(self, name, own_fields, extra_fields, wkb_type, crs, style, rows):
         fields = QgsProcessingUtils.combineFields(own_fields, extra_fields)
+        if not _requested(self.parameters, name):
+            return None
         sink, dest_id = self.algorithm.parameterAsSink(
             self.parameters, name, self.context, fields, wkb_type, crs
         )
@@ -423,6 +434,11 @@ class _OutputWriter:
                 details.setPostProcessor(StylePostProcessor.for_style(qml))
             store_style_in_file(dest_id, qml, self.feedback)
         return dest_id
+
+
+def _requested(parameters, name) -> bool:
+    """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
+    return parameters.get(name) not in (None, "")
 
 
 def _fields(*specs) -> QgsFields:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,3 +86,29 @@ def to_qgis_value(value):
     if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
     return value
+
+
+class _FeedbackLogHandler(logging.Handler):
+    def __init__(self, feedback):
+        super().__init__(logging.INFO)
+        self.feedback = feedback
+
+    def emit(self, record):
+        if record.levelno >= logging.WARNING:
+            self.feedback.pushWarning(record.getMessage())
+        else:
+            self.feedback.pushInfo(record.getMessage())
+
+
+@contextlib.contextmanager
+def forward_core_log(feedback):
+    """Show the core's log messages (drops, repairs) in the algorithm's log while inside."""
+    core_logger = logging.getLogger(__name__.rsplit(".", 2)[0] + ".core")
+    handler = _FeedbackLogHandler(feedback)
+    core_logger.addHandler(handler)
+    propagate, core_logger.propagate = core_logger.propagate, False
+    try:
+        yield
+    finally:
+        core_logger.removeHandler(handler)
+        core_logger.propagate = propagate

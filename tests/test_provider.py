@@ -1,0 +1,242 @@
+"""ioueval:evaluatepolygons through processing.run: outputs, metrics, styles, bad input."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pyproj
+import pytest
+from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsFeature,
+    QgsGeometry,
+    QgsProcessingContext,
+    QgsProcessingFeatureSourceDefinition,
+    QgsProcessingFeedback,
+    QgsProject,
+    QgsVectorLayer,
+)
+
+ALGORITHM = "ioueval:evaluatepolygons"
+
+# agribound 1.0.1 evaluate() (the seed's reference implementation, run in its own Python 3.12
+# environment with geopandas reading the same GeoPackage) on the bundled sample.
+AGRIBOUND_SAMPLE = {
+    "count_tp": 85,
+    "count_fp": 15,
+    "count_fn": 15,
+    "precision": 0.85,
+    "recall": 0.85,
+    "f1": 0.85,
+    "iou_mean": 0.8811700679038841,
+    "best_iou_mean": 0.7739516363837958,
+    "area_error_mean_m2": 9036.279391120974,
+    "oversegmentation_mean": 0.15093580780608332,
+    "undersegmentation_mean": 0.15471914451315277,
+    "count_reference_repaired": 5,
+    "count_predicted_repaired": 4,
+}
+
+
+TEMPORARY_OUTPUTS = {
+    name: "TEMPORARY_OUTPUT"
+    for name in (
+        "TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES", "PER_FIELD", "REPORT_JSON",
+        "REPORT_HTML",
+    )
+}
+
+
+def run(parameters):
+    import processing
+
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    return processing.run(
+        ALGORITHM, {**TEMPORARY_OUTPUTS, **parameters}, context=context, feedback=QgsProcessingFeedback()
+    )
+
+
+def layer_of(value):
+    return value if isinstance(value, QgsVectorLayer) else QgsVectorLayer(value, "out", "ogr")
+
+
+def polygon_layer(crs, wkts, name="layer"):
+    layer = QgsVectorLayer(f"MultiPolygon?crs={crs}&field=name:string", name, "memory")
+    features = []
+    for k, wkt in enumerate(wkts):
+        feature = QgsFeature(layer.fields())
+        if wkt is not None:
+            feature.setGeometry(QgsGeometry.fromWkt(wkt))
+        feature.setAttributes([f"{name}{k}"])
+        features.append(feature)
+    layer.dataProvider().addFeatures(features)
+    return layer
+
+
+def square_wkt(x, y, side):
+    return f"POLYGON(({x} {y},{x + side} {y},{x + side} {y + side},{x} {y + side},{x} {y}))"
+
+
+def test_sample_run_reproduces_agribound(ioueval_provider):
+    result = run(
+        {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE, "REFERENCE_ID_FIELD": "CSBID"}
+    )
+    assert layer_of(result["TRUE_POSITIVES"]).featureCount() == 85
+    assert layer_of(result["FALSE_POSITIVES"]).featureCount() == 15
+    assert layer_of(result["FALSE_NEGATIVES"]).featureCount() == 15
+    per_field = layer_of(result["PER_FIELD"])
+    assert per_field.featureCount() == 100
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (85, 15, 15)
+    assert result["F1"] == pytest.approx(0.85, abs=1e-12)
+    report = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())
+    for key, expected in AGRIBOUND_SAMPLE.items():
+        assert report["metrics"][key] == pytest.approx(expected, rel=1e-6), key
+    assert set(report) >= {"metrics", "parameters", "inputs", "provenance"}
+    assert set(report["provenance"]) >= {
+        "plugin", "qgis", "python", "shapely", "geos", "pyproj", "proj", "numpy"
+    }
+    assert report["inputs"]["reference"]["feature_count"] == 100
+    assert "<html" in open(result["REPORT_HTML"], encoding="utf-8").read()
+
+
+def test_per_field_table_joins_back_on_the_reference_id(ioueval_provider):
+    result = run(
+        {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE, "REFERENCE_ID_FIELD": "CSBID"}
+    )
+    per_field = layer_of(result["PER_FIELD"])
+    reference = QgsVectorLayer(SAMPLE_REFERENCE, "reference", "ogr")
+    table_ids = sorted(f["CSBID"] for f in per_field.getFeatures())
+    assert table_ids == sorted(f["CSBID"] for f in reference.getFeatures())
+    matched = sum(1 for f in per_field.getFeatures() if f["matched"])
+    assert matched == 85
+    tp_ref_ids = {f["ref_id"] for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()}
+    assert tp_ref_ids == {f["CSBID"] for f in per_field.getFeatures() if f["matched"]}
+
+
+def small_layers():
+    """Reference: three 100 m squares in UTM 32N. Predicted, in WGS 84: the first square,
+    the second shifted 20 m east (IoU 80/120), nothing for the third, one spurious square."""
+    x, y = 500_000, 5_300_000
+    reference = polygon_layer(
+        "EPSG:32632",
+        [square_wkt(x, y, 100), square_wkt(x + 200, y, 100), square_wkt(x + 400, y, 100)],
+        "ref",
+    )
+    to_wgs84 = pyproj.Transformer.from_crs("EPSG:32632", "EPSG:4326", always_xy=True)
+
+    def wgs84_square(x0, y0, side):
+        xs = np.array([x0, x0 + side, x0 + side, x0, x0], dtype=float)
+        ys = np.array([y0, y0, y0 + side, y0 + side, y0], dtype=float)
+        lon, lat = to_wgs84.transform(xs, ys)
+        return "POLYGON((" + ",".join(f"{a!r} {b!r}" for a, b in zip(lon, lat)) + "))"
+
+    predicted = polygon_layer(
+        "EPSG:4326",
+        [wgs84_square(x, y, 100), wgs84_square(x + 220, y, 100), wgs84_square(x, y + 5000, 100)],
+        "pred",
+    )
+    return reference, predicted
+
+
+def test_layers_in_two_crss_are_scored_by_hand(ioueval_provider):
+    reference, predicted = small_layers()
+    result = run({"PREDICTED": predicted, "REFERENCE": reference})
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (2, 1, 1)
+    assert result["PRECISION"] == pytest.approx(2 / 3)
+    assert result["RECALL"] == pytest.approx(2 / 3)
+    assert result["F1"] == pytest.approx(2 / 3)
+    assert result["IOU_MEAN"] == pytest.approx((1 + 80 / 120) / 2, abs=5e-6)
+    tp = layer_of(result["TRUE_POSITIVES"])
+    assert tp.crs().authid() == "EPSG:32632"  # outputs in the reference layer's CRS
+    areas = sorted(f.geometry().area() for f in tp.getFeatures())
+    assert areas == pytest.approx([10_000, 10_000], rel=1e-5)
+    fp = layer_of(result["FALSE_POSITIVES"])
+    assert [f["overlaps_reference"] for f in fp.getFeatures()] == [False]
+    fn = layer_of(result["FALSE_NEGATIVES"])
+    assert [f["name"] for f in fn.getFeatures()] == ["ref2"]
+    assert layer_of(result["PER_FIELD"]).fields().indexOf("ref_fid") >= 0
+
+
+def test_selected_features_only_is_honoured(ioueval_provider):
+    reference, predicted = small_layers()
+    QgsProject.instance().addMapLayers([reference, predicted])
+    try:
+        first_two = [f.id() for f in reference.getFeatures()][:2]
+        reference.selectByIds(first_two)
+        result = run(
+            {
+                "PREDICTED": predicted,
+                "REFERENCE": QgsProcessingFeatureSourceDefinition(reference.id(), True),
+            }
+        )
+        assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (2, 1, 0)
+    finally:
+        QgsProject.instance().removeMapLayers([reference.id(), predicted.id()])
+
+
+def test_bad_geometries_give_a_result_and_counts(ioueval_provider):
+    reference = polygon_layer("EPSG:3857", [square_wkt(0, 0, 1), None, square_wkt(5, 0, 1)], "r")
+    predicted = polygon_layer(
+        "EPSG:3857",
+        ["POLYGON((0 0, 1 1, 0 1, 1 0, 0 0))", None, "POLYGON((5 0, 6 0, 6 0, 5 0))"],
+        "p",
+    )
+    result = run({"PREDICTED": predicted, "REFERENCE": reference, "IOU_THRESHOLD": 0.4})
+    report = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
+    assert report["count_reference_dropped"] == 1  # the null geometry
+    assert report["count_predicted_dropped"] == 2  # null, and a ring of zero area
+    assert report["count_predicted_repaired"] == 1  # the bow-tie, IoU 0.5 after repair
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (1, 0, 1)
+
+
+def test_invalid_threshold_is_rejected_naming_the_parameter(ioueval_provider):
+    from qgis.core import QgsApplication
+
+    reference, predicted = small_layers()
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    context = QgsProcessingContext()
+    ok, message = algorithm.checkParameterValues(
+        {"PREDICTED": predicted, "REFERENCE": reference, "IOU_THRESHOLD": 0.0,
+         **TEMPORARY_OUTPUTS},
+        context,
+    )
+    assert not ok and "IOU_THRESHOLD" in message
+
+
+def test_outputs_written_to_geopackage_carry_their_style(ioueval_provider, tmp_path):
+    reference, predicted = small_layers()
+    outputs = {
+        name: str(tmp_path / f"{name.lower()}.gpkg")
+        for name in ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES")
+    }
+    run({"PREDICTED": predicted, "REFERENCE": reference, **outputs})
+    for name, path in outputs.items():
+        with sqlite3.connect(path) as db:
+            rows = db.execute("SELECT stylename, useasdefault FROM layer_styles").fetchall()
+        assert rows == [(name.lower(), 1)]
+    # QGIS opens the file with its default style: TP in Okabe-Ito blue
+    layer = QgsVectorLayer(outputs["TRUE_POSITIVES"], "tp", "ogr")
+    color = layer.renderer().symbol().symbolLayer(0).strokeColor().name()
+    assert color == "#0072b2"
+
+
+def test_post_processor_styles_a_layer_loaded_into_a_project(ioueval_provider):
+    from iou_evaluation.processing_provider.styles import StylePostProcessor, style_path
+
+    layer = QgsVectorLayer("MultiPolygon?crs=EPSG:3857", "fp", "memory")
+    StylePostProcessor.for_style(style_path("false_positives")).postProcessLayer(
+        layer, QgsProcessingContext(), QgsProcessingFeedback()
+    )
+    assert layer.renderer().symbol().symbolLayer(0).strokeColor().name() == "#e69f00"
+
+
+def test_layer_without_crs_against_one_with_is_a_clear_error(ioueval_provider):
+    from qgis.core import QgsProcessingException
+
+    reference, _ = small_layers()
+    predicted = polygon_layer("", [square_wkt(0, 0, 1)], "p")
+    predicted.setCrs(QgsCoordinateReferenceSystem())
+    with pytest.raises(QgsProcessingException, match="predicted layer has no CRS"):
+        run({"PREDICTED": predicted, "REFERENCE": reference})
