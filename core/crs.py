@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pyproj
 import shapely
@@ -14,6 +16,12 @@ DEFAULT_EQUAL_AREA_CRS = "EPSG:6933"
 DENSIFY_M = 50.0
 
 _WGS84_SEMI_MAJOR_M = 6_378_137.0
+
+#: An equal-area CRS is reported when it changes any polygon's area by more than this
+#: (relative) against EPSG:6933, equal-area on the WGS 84 ellipsoid (agribound seed).
+AREA_CHANGE_TOLERANCE = 1e-4
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_crs(value, name: str) -> pyproj.CRS | None:
@@ -98,3 +106,31 @@ def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndar
         return transformer.transform(x, y, errcheck=False)
 
     return shapely.transform(geoms, transform, interleaved=False)
+
+
+def check_equal_area(equal_area_crs: pyproj.CRS | None, layers) -> list[str]:
+    """Warn when ``equal_area_crs`` changes any polygon's area by more than 0.01 %.
+
+    ``layers``: object arrays of polygons in ``equal_area_crs``. Each polygon's area there is
+    compared with the area of the same vertices reprojected to EPSG:6933. Returns the warning
+    messages (also logged); none for EPSG:6933 itself or planar evaluations.
+    """
+    reference = pyproj.CRS(DEFAULT_EQUAL_AREA_CRS)
+    if equal_area_crs is None or equal_area_crs == reference:
+        return []
+    geoms = np.concatenate([np.asarray(g, dtype=object) for g in layers]) if layers else []
+    if len(geoms) == 0:
+        return []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = shapely.area(geoms) / shapely.area(to_crs(geoms, equal_area_crs, reference)) - 1
+    worst = float(np.nanmax(np.abs(change))) if np.any(np.isfinite(change)) else float("nan")
+    if worst <= AREA_CHANGE_TOLERANCE:
+        return []
+    message = (
+        f"EQUAL_AREA_CRS {crs_label(equal_area_crs)} does not preserve area here: it changes "
+        f"polygon areas by up to {worst:.3%} against {DEFAULT_EQUAL_AREA_CRS} (equal-area on "
+        f"the WGS 84 ellipsoid); areas, area errors and size classes use the areas in "
+        f"{crs_label(equal_area_crs)}"
+    )
+    logger.warning(message)
+    return [message]

@@ -1,18 +1,64 @@
-"""Object-level evaluation of predicted polygons against reference polygons."""
+"""Object-level evaluation of predicted polygons against reference polygons.
+
+One direction of flow: inputs → prepared layers (prepare.py) → candidate pairs and IoU
+(overlap.py) → matches (matching.py) → per-reference quantities → summaries (metrics.py) for
+the whole layer, strata and size classes (grouping.py), with bootstrap intervals.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .crs import check_layer_crs, crs_label, resolve_crs, resolve_equal_area_crs
+from .crs import (
+    check_equal_area,
+    check_layer_crs,
+    crs_label,
+    resolve_crs,
+    resolve_equal_area_crs,
+)
+from .grouping import (
+    Groups,
+    bootstrap_weights,
+    percentile_interval,
+    size_groups,
+    strata_groups,
+)
+from .labels import ancestors_from_taxonomy, compatible_classes, is_true, normalise_labels
 from .matching import MATCHING_METHODS, argmax_per_group, at_or_above, match
-from .metrics import Q, QUANTITIES, RATE_KEYS, metrics_from_sums, nan_median, to_builtin
-from .overlap import overlap_pairs
+from .metrics import (
+    Q,
+    QUANTITIES,
+    RATE_KEYS,
+    f1_score,
+    metrics_from_sums,
+    nan_median,
+    ratio,
+    to_builtin,
+)
+from .overlap import OverlapPairs, overlap_pairs
 from .prepare import PreparedLayer, prepare_layer
 from .progress import Progress
+
+logger = logging.getLogger(__name__)
+
+#: Metrics that get bootstrap intervals (the agribound seed's set).
+BOOTSTRAP_KEYS = (
+    "precision",
+    "recall",
+    "f1",
+    "iou_mean",
+    "best_iou_mean",
+    "area_weighted_precision",
+    "area_weighted_recall",
+    "area_weighted_f1",
+    "oversegmentation_mean",
+    "undersegmentation_mean",
+)
 
 
 @dataclass(frozen=True)
@@ -20,24 +66,29 @@ class Evaluation:
     """Everything one evaluation computed.
 
     Attributes:
-        metrics: summary metrics under the agribound seed's key names (floats, ints, strings).
-        parameters: the parameters as used (threshold, matching, equal-area CRS).
-        reference, predicted: the prepared layers; ``keep`` maps rows below to input positions.
-        per_reference: columns of shape (reference.n,), one row per evaluated reference field:
-            area_m2, area_ha, matched, pred_index (input position of the matched prediction,
-            -1), iou (NaN if unmatched), pred_area_m2, best_iou, n_overlapping_pred,
-            max_overlap_pred_index (input position, -1), oversegmentation, undersegmentation.
+        metrics: summary metrics under the agribound seed's key names, plus per_stratum,
+            per_size_class, bootstrap, per_group, per_class when asked for.
+        parameters: the parameters as used.
+        reference, predicted: the prepared layers; ``keep`` maps table rows to input positions.
+            Reference rows marked as ignore regions are not part of ``reference``.
+        per_reference: columns of shape (reference.n,), one row per evaluated reference field
+            (the agribound per-field table): area_m2, area_ha, matched, pred_index (input
+            position of the matched prediction, -1), iou (NaN if unmatched), pred_area_m2,
+            best_iou, n_overlapping_pred, max_overlap_pred_index, oversegmentation,
+            undersegmentation, and stratum / size_class when asked for.
         per_predicted: columns of shape (predicted.n,): area_m2, matched, ref_index (input
             position of the matched reference, -1), iou, ref_area_m2, best_iou,
-            overlaps_reference.
+            overlaps_reference, ignored (matched to an ignore region: neither TP nor FP).
+        warnings: messages about the data the caller should show the user.
     """
 
     metrics: dict
     parameters: dict
     reference: PreparedLayer
     predicted: PreparedLayer
-    per_reference: dict[str, np.ndarray] = field(repr=False)
-    per_predicted: dict[str, np.ndarray] = field(repr=False)
+    per_reference: dict = field(repr=False)
+    per_predicted: dict = field(repr=False)
+    warnings: list = field(default_factory=list)
 
 
 def evaluate(
@@ -49,6 +100,17 @@ def evaluate(
     iou_threshold: float = 0.5,
     matching: str = "one_to_one",
     equal_area_crs="EPSG:6933",
+    strata=None,
+    strata_name: str | None = None,
+    size_bins=None,
+    bootstrap: int = 0,
+    bootstrap_seed: int = 42,
+    predicted_groups=None,
+    reference_groups=None,
+    predicted_classes=None,
+    reference_classes=None,
+    taxonomy: dict | None = None,
+    reference_ignore=None,
     progress: Progress | None = None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
@@ -56,42 +118,198 @@ def evaluate(
     Args:
         predicted: sequence of shapely geometries (None allowed), shape (n_pred,), in
             ``predicted_crs``. Never modified.
-        reference: the same for the reference layer, in ``reference_crs``.
+        reference: the same for the reference layer, shape (n_ref,), in ``reference_crs``.
         predicted_crs, reference_crs: anything ``pyproj.CRS.from_user_input`` accepts, or None
             for both to evaluate in planar (pixel) units.
         iou_threshold: minimum IoU for a match, in (0, 1], compared with relative tolerance 1e-9.
-        matching: "one_to_one" (greedy by descending IoU) or "many_to_one".
+        matching: "one_to_one" (greedy by descending IoU), "many_to_one" or "optimal".
         equal_area_crs: projected CRS in metres for areas and IoU (default EPSG:6933).
+        strata: one stratum value per reference row (None/NaN: no stratum), shape (n_ref,);
+            strata_name: the column it came from, for the report.
+        size_bins: None, "auto" or increasing size-class edges in ha.
+        bootstrap: number of bootstrap resamples (0: none); bootstrap_seed: their seed (>= 0).
+        predicted_groups, reference_groups: image or tile id per row; pairs match only within
+            a group (and overlap statistics count only within a group).
+        predicted_classes, reference_classes: class name per row; a prediction matches a
+            reference of its own class or of an ancestor class in ``taxonomy``.
+        taxonomy: mapping class → parent class or list of parent classes (case-insensitive).
+        reference_ignore: bool per reference row; true rows are ignore regions (COCO's crowd
+            semantics): predictions covering them at IoU ≥ threshold, measured as
+            |p ∩ r| / |p|, are neither TP nor FP, and they are never FN.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
 
     Raises:
-        ValueError: threshold outside (0, 1], unknown matching rule, a CRS that is not one,
-            or exactly one of the layers without a CRS.
+        ValueError: a parameter out of range (its name is in the message), a CRS that is not
+            one, exactly one of the layers without a CRS, or per-row arrays of the wrong length.
 
-    Source: agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt).
+    Source: agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt); groups,
+    classes and ignore regions beyond it as documented above.
     """
     progress = progress or Progress()
     iou_threshold = _check_threshold(iou_threshold)
     if matching not in MATCHING_METHODS:
         raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
+    bootstrap = _check_non_negative_int(bootstrap, "bootstrap")
+    bootstrap_seed = _check_non_negative_int(bootstrap_seed, "bootstrap_seed")
+    reference = _as_object_array(reference)
+    predicted = _as_object_array(predicted)
+    n_ref_in, n_pred_in = len(reference), len(predicted)
+    strata = _per_row(strata, n_ref_in, "strata")
+    reference_ignore = _per_row(reference_ignore, n_ref_in, "reference_ignore")
+    ref_groups = _per_row(reference_groups, n_ref_in, "reference_groups")
+    pred_groups = _per_row(predicted_groups, n_pred_in, "predicted_groups")
+    ref_classes = _per_row(reference_classes, n_ref_in, "reference_classes")
+    pred_classes = _per_row(predicted_classes, n_pred_in, "predicted_classes")
+    if (ref_groups is None) != (pred_groups is None):
+        raise ValueError("predicted_groups and reference_groups must be given together")
+    if (ref_classes is None) != (pred_classes is None):
+        raise ValueError("predicted_classes and reference_classes must be given together")
+    ancestors = ancestors_from_taxonomy(taxonomy)
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     check_layer_crs(ref_crs, pred_crs)
     ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
 
     progress.checkpoint(0, "Preparing reference geometries")
-    ref = prepare_layer(reference, ref_crs, ea_crs, "reference")
+    ignore_rows = (
+        np.array([is_true(v) for v in reference_ignore], dtype=bool)
+        if reference_ignore is not None
+        else np.zeros(n_ref_in, dtype=bool)
+    )
+    ref = _prepare_rows(reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference")
+    ignore = _prepare_rows(reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference")
     progress.checkpoint(15, "Preparing predicted geometries")
     pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted")
+    warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
+
     progress.checkpoint(30, "Computing overlaps")
     pairs = overlap_pairs(ref.geometries, ref.area_m2, pred.geometries, pred.area_m2)
-    progress.checkpoint(70, "Matching")
-    matches = match(pairs, ref.n, pred.n, iou_threshold, matching)
-    progress.checkpoint(85, "Summarising")
+    ref_group = pred_group = None
+    if ref_groups is not None:
+        ref_group = normalise_labels(ref_groups, case_insensitive=False)
+        pred_group = normalise_labels(pred_groups, case_insensitive=False)
+        pairs = _subset(
+            pairs, ref_group[ref.keep][pairs.reference] == pred_group[pred.keep][pairs.predicted]
+        )
+    candidates = pairs
+    ref_class = pred_class = None
+    if ref_classes is not None:
+        ref_class = normalise_labels(ref_classes, case_insensitive=True)
+        pred_class = normalise_labels(pred_classes, case_insensitive=True)
+        candidates = _subset(
+            pairs,
+            compatible_classes(
+                pred_class[pred.keep][pairs.predicted],
+                ref_class[ref.keep][pairs.reference],
+                ancestors,
+            ),
+        )
 
+    progress.checkpoint(60, "Matching")
+    matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
+    ignored = _ignored_predictions(
+        ignore, pred, matches.predicted_match, iou_threshold,
+        (ref_group, pred_group), (ref_class, pred_class), ancestors,
+    )
+
+    progress.checkpoint(75, "Summarising")
+    tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
+    quantities, unassigned = _quantities(ref, pred, tables)
+    metrics = _group_metrics(quantities, unassigned, tables, None)
+    if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
+        metrics.update({key: 1.0 for key in RATE_KEYS})
+    metrics.update(
+        {
+            "iou_threshold": iou_threshold,
+            "matching": matching,
+            "equal_area_crs": crs_label(ea_crs),
+            "count_fp_unassigned": int(
+                round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
+            ),
+            "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
+            "count_predicted_dropped": pred.n_dropped,
+            "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
+            "count_predicted_repaired": pred.n_repaired,
+            "count_ignore_regions": ignore.n,
+            "count_predicted_ignored": int(ignored.sum()),
+        }
+    )
+    matched_iou = tables.reference["iou"][tables.reference["matched"]]
+    metrics.update(_distribution("iou", matched_iou))
+    metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
+
+    per_reference = tables.reference
+    groups: dict[str, Groups] = {}
+    if strata is not None:
+        groups["per_stratum"] = strata_groups(strata[ref.keep])
+        per_reference["stratum"] = np.array(groups["per_stratum"].values, dtype=object)
+        metrics["strata_column"] = strata_name
+        metrics["count_reference_no_stratum"] = groups["per_stratum"].n_missing
+    if size_bins is not None:
+        groups["per_size_class"] = size_groups(size_bins, ref.area_m2)
+        per_reference["size_class"] = np.array(groups["per_size_class"].values, dtype=object)
+        metrics["size_class_edges_ha"] = [float(e) for e in groups["per_size_class"].edges]
+        metrics["count_reference_outside_size_classes"] = groups["per_size_class"].n_missing
+    for kind, group in groups.items():
+        metrics[kind] = {}
+        for code, key in enumerate(group.keys):
+            members = group.members(code)
+            entry = {"n": len(members)}
+            if kind == "per_size_class":
+                entry["lower_ha"] = float(group.edges[code])
+                entry["upper_ha"] = float(group.edges[code + 1])
+            entry.update(_group_metrics(quantities, unassigned, tables, members))
+            metrics[kind][key] = entry
+    if ref_group is not None:
+        metrics["per_group"] = _counts_by_label(
+            ref_group[ref.keep], pred_group[pred.keep], tables, by_match=False
+        )
+    if ref_class is not None:
+        metrics["per_class"] = _counts_by_label(
+            ref_class[ref.keep], pred_class[pred.keep], tables, by_match=True
+        )
+    if bootstrap:
+        progress.checkpoint(85, "Bootstrap")
+        pool_codes = (
+            groups["per_stratum"].codes
+            if "per_stratum" in groups
+            else np.zeros(ref.n, dtype=np.int64)
+        )
+        metrics["bootstrap"] = _bootstrap(
+            quantities, unassigned, groups, bootstrap, bootstrap_seed, pool_codes, metrics,
+            progress,
+        )
+
+    parameters = {
+        "iou_threshold": iou_threshold,
+        "matching": matching,
+        "equal_area_crs": crs_label(ea_crs),
+        "size_bins": size_bins,
+        "bootstrap": bootstrap,
+        "bootstrap_seed": bootstrap_seed,
+        "taxonomy": {k: sorted(v) for k, v in ancestors.items()} or None,
+    }
+    progress.checkpoint(100, "Evaluation done")
+    return Evaluation(
+        metrics, parameters, ref, pred, per_reference, tables.predicted, warnings
+    )
+
+
+@dataclass(frozen=True)
+class _Tables:
+    reference: dict
+    predicted: dict
+    pred_home: np.ndarray  # reference position of each prediction's home, -1 for none
+    matched_pred: np.ndarray  # per reference: matched predicted position, -1
+    n_above_ref: np.ndarray
+    n_above_pred: np.ndarray
+
+
+def _tables(ref, pred, pairs, matches, ignored, iou_threshold) -> _Tables:
+    """Per-reference and per-prediction columns from the pairs and the matches."""
     ref_match = matches.reference_match
     pred_match = matches.predicted_match
     ref_matched = ref_match >= 0
@@ -105,12 +323,13 @@ def evaluate(
     pred_iou[mp] = pairs.iou[pairs.find(pred_match[mp], mp)]
     pred_area_matched = np.full(ref.n, np.nan)
     pred_area_matched[mr] = pred.area_m2[ref_match[mr]]
+    ref_area_matched = np.full(pred.n, np.nan)
+    ref_area_matched[mp] = ref.area_m2[pred_match[mp]]
 
     best_iou_ref = np.zeros(ref.n)
     np.maximum.at(best_iou_ref, pairs.reference, pairs.iou)
     best_iou_pred = np.zeros(pred.n)
     np.maximum.at(best_iou_pred, pairs.predicted, pairs.iou)
-    n_overlap = np.bincount(pairs.reference, minlength=ref.n)
     max_overlap_pred = argmax_per_group(
         pairs.reference, pairs.intersection_m2, pairs.predicted, ref.n
     )
@@ -127,59 +346,9 @@ def evaluate(
     undersegmentation[has_overlap] = np.clip(
         1.0 - inter_max[has_overlap] / pred.area_m2[max_overlap_pred[has_overlap]], 0.0, 1.0
     )
-
     above = at_or_above(pairs.iou, iou_threshold)
-    n_above_ref = np.bincount(pairs.reference[above], minlength=ref.n)
-    n_above_pred = np.bincount(pairs.predicted[above], minlength=pred.n)
 
-    # Home reference of a prediction: its match, else the reference it overlaps most.
-    pred_home = np.where(pred_matched, pred_match, max_overlap_ref)
-
-    quantities = np.zeros((ref.n, len(QUANTITIES)))
-    m = ref_matched.astype(float)
-    quantities[:, Q["n_ref"]] = 1.0
-    quantities[:, Q["area_ref"]] = ref.area_m2
-    quantities[:, Q["tp"]] = m
-    quantities[:, Q["iou_tp"]] = np.where(ref_matched, ref_iou, 0.0)
-    quantities[:, Q["best_iou"]] = best_iou_ref
-    area_error = np.where(ref_matched, pred_area_matched - ref.area_m2, 0.0)
-    quantities[:, Q["abs_area_err_tp"]] = np.abs(area_error)
-    quantities[:, Q["signed_area_err_tp"]] = area_error
-    quantities[:, Q["area_ref_tp"]] = ref.area_m2 * m
-    quantities[:, Q["os"]] = oversegmentation
-    quantities[:, Q["us"]] = np.nan_to_num(undersegmentation, nan=0.0)
-    quantities[:, Q["us_defined"]] = np.isfinite(undersegmentation)
-    quantities[:, Q["legacy_overseg"]] = n_above_ref > 1
-    homed = pred_home >= 0
-    unassigned = np.zeros(len(QUANTITIES))
-    for name, values in {
-        "n_pred": np.ones(pred.n),
-        "n_pred_matched": pred_matched.astype(float),
-        "area_pred": pred.area_m2,
-        "area_pred_matched": pred.area_m2 * pred_matched,
-        "legacy_underseg": (n_above_pred > 1).astype(float),
-    }.items():
-        quantities[:, Q[name]] = np.bincount(
-            pred_home[homed], weights=values[homed], minlength=ref.n
-        )
-        unassigned[Q[name]] = values[~homed].sum()
-
-    metrics = to_builtin(metrics_from_sums(quantities.sum(axis=0) + unassigned))
-    if ref.n == 0 and pred.n == 0:
-        metrics.update({key: 1.0 for key in RATE_KEYS})
-    metrics["iou_threshold"] = iou_threshold
-    metrics["median_area_ha"] = nan_median(ref.area_m2 / 1e4)
-    metrics["count_fp_unassigned"] = int(
-        round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
-    )
-    metrics["count_reference_dropped"] = ref.n_dropped
-    metrics["count_predicted_dropped"] = pred.n_dropped
-    metrics["count_reference_repaired"] = ref.n_repaired
-    metrics["count_predicted_repaired"] = pred.n_repaired
-    metrics["matching"] = matching
-    metrics["equal_area_crs"] = crs_label(ea_crs)
-
-    per_reference = {
+    reference = {
         "area_m2": ref.area_m2,
         "area_ha": ref.area_m2 / 1e4,
         "matched": ref_matched,
@@ -187,14 +356,12 @@ def evaluate(
         "iou": ref_iou,
         "pred_area_m2": pred_area_matched,
         "best_iou": best_iou_ref,
-        "n_overlapping_pred": n_overlap,
+        "n_overlapping_pred": np.bincount(pairs.reference, minlength=ref.n),
         "max_overlap_pred_index": _input_position(pred, max_overlap_pred),
         "oversegmentation": oversegmentation,
         "undersegmentation": undersegmentation,
     }
-    ref_area_matched = np.full(pred.n, np.nan)
-    ref_area_matched[mp] = ref.area_m2[pred_match[mp]]
-    per_predicted = {
+    predicted = {
         "area_m2": pred.area_m2,
         "matched": pred_matched,
         "ref_index": _input_position(ref, pred_match),
@@ -202,14 +369,221 @@ def evaluate(
         "ref_area_m2": ref_area_matched,
         "best_iou": best_iou_pred,
         "overlaps_reference": max_overlap_ref >= 0,
+        "ignored": ignored,
     }
-    parameters = {
-        "iou_threshold": iou_threshold,
-        "matching": matching,
-        "equal_area_crs": crs_label(ea_crs),
+    return _Tables(
+        reference=reference,
+        predicted=predicted,
+        # Home reference of a prediction: its match, else the reference it overlaps most.
+        pred_home=np.where(pred_matched, pred_match, max_overlap_ref),
+        matched_pred=ref_match,
+        n_above_ref=np.bincount(pairs.reference[above], minlength=ref.n),
+        n_above_pred=np.bincount(pairs.predicted[above], minlength=pred.n),
+    )
+
+
+def _quantities(ref, pred, tables: _Tables):
+    """Per-reference quantity matrix (n_ref, len(QUANTITIES)) and the sums of predictions
+    that have no home reference (len(QUANTITIES),); see metrics.QUANTITIES."""
+    r, p = tables.reference, tables.predicted
+    matched = r["matched"]
+    m = matched.astype(float)
+    q = np.zeros((ref.n, len(QUANTITIES)))
+    q[:, Q["n_ref"]] = 1.0
+    q[:, Q["area_ref"]] = ref.area_m2
+    q[:, Q["tp"]] = m
+    q[:, Q["iou_tp"]] = np.where(matched, r["iou"], 0.0)
+    q[:, Q["best_iou"]] = r["best_iou"]
+    area_error = np.where(matched, r["pred_area_m2"] - ref.area_m2, 0.0)
+    q[:, Q["abs_area_err_tp"]] = np.abs(area_error)
+    q[:, Q["signed_area_err_tp"]] = area_error
+    q[:, Q["area_ref_tp"]] = ref.area_m2 * m
+    q[:, Q["os"]] = r["oversegmentation"]
+    q[:, Q["us"]] = np.nan_to_num(r["undersegmentation"], nan=0.0)
+    q[:, Q["us_defined"]] = np.isfinite(r["undersegmentation"])
+    q[:, Q["legacy_overseg"]] = tables.n_above_ref > 1
+    counted = ~p["ignored"]  # predictions on ignore regions are neither TP nor FP
+    home = tables.pred_home
+    homed = (home >= 0) & counted
+    unhomed = (home < 0) & counted
+    unassigned = np.zeros(len(QUANTITIES))
+    for name, values in {
+        "n_pred": np.ones(pred.n),
+        "n_pred_matched": p["matched"].astype(float),
+        "area_pred": pred.area_m2,
+        "area_pred_matched": pred.area_m2 * p["matched"],
+        "legacy_underseg": (tables.n_above_pred > 1).astype(float),
+    }.items():
+        q[:, Q[name]] = np.bincount(home[homed], weights=values[homed], minlength=ref.n)
+        unassigned[Q[name]] = values[unhomed].sum()
+    return q, unassigned
+
+
+def _group_metrics(quantities, unassigned, tables: _Tables, members) -> dict:
+    """Metrics of the reference fields ``members`` (all fields and unassigned predictions
+    when None). An empty group has undefined (NaN) rates rather than 0."""
+    if members is None:
+        sums = quantities.sum(axis=0) + unassigned
+        members = np.arange(len(quantities))
+        empty_rate = 0.0
+    else:
+        sums = quantities[members].sum(axis=0)
+        empty_rate = np.nan if len(members) == 0 else 0.0
+    metrics = to_builtin(metrics_from_sums(sums, empty_rate=empty_rate))
+    metrics["median_area_ha"] = nan_median(tables.reference["area_ha"][members])
+    return metrics
+
+
+def _distribution(name: str, values: np.ndarray) -> dict:
+    """Median and 10th percentile (the spatial_iou_guide's advice: report distributions)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return {f"{name}_median": float("nan"), f"{name}_p10": float("nan")}
+    return {
+        f"{name}_median": float(np.median(values)),
+        f"{name}_p10": float(np.percentile(values, 10)),
     }
-    progress.checkpoint(100, "Evaluation done")
-    return Evaluation(metrics, parameters, ref, pred, per_reference, per_predicted)
+
+
+def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) -> dict:
+    """Counts, precision, recall, F1 and mean IoU per group or class label.
+
+    TP and FN count references by their own label; predictions count by their own label,
+    except (``by_match``, for classes) a matched prediction, which counts with the class of
+    the reference it matched (a child class answering for its parent). Ignored predictions
+    are not counted.
+    """
+    r, p = tables.reference, tables.predicted
+    pred_key = pred_label.copy()
+    if by_match:
+        matched = np.flatnonzero(p["matched"])
+        pred_key[matched] = ref_label[tables.pred_home[matched]]
+    counted = ~p["ignored"]
+    out = {}
+    for label in sorted(set(ref_label) | set(pred_key[counted])):
+        in_ref = ref_label == label
+        in_pred = (pred_key == label) & counted
+        tp = int(np.sum(r["matched"] & in_ref))
+        fp = int(np.sum(in_pred & ~p["matched"]))
+        fn = int(np.sum(in_ref & ~r["matched"]))
+        precision = float(ratio(tp, tp + fp, 0.0))
+        recall = float(ratio(tp, tp + fn, 0.0))
+        out[label if label else "(none)"] = {
+            "count_reference": int(in_ref.sum()),
+            "count_predicted": int(in_pred.sum()),
+            "count_tp": tp,
+            "count_fp": fp,
+            "count_fn": fn,
+            "precision": precision,
+            "recall": recall,
+            "f1": float(f1_score(precision, recall)),
+            "iou_mean": float(ratio(np.nansum(r["iou"][in_ref & r["matched"]]), tp, 0.0)),
+        }
+    return out
+
+
+def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, metrics, progress):
+    """Percentile intervals of BOOTSTRAP_KEYS, resampling reference fields (within strata);
+    per-group intervals go into the per_stratum / per_size_class entries."""
+    targets = [("overall", None, None)] + [
+        (kind, key, group.members(code))
+        for kind, group in groups.items()
+        for code, key in enumerate(group.keys)
+    ]
+    replicates = {(kind, key): np.empty((n_resamples, len(BOOTSTRAP_KEYS))) for kind, key, _ in targets}
+    info = {
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence_level": 0.95,
+        "method": "percentile",
+        "resampling": "reference fields with replacement"
+        + (" within strata" if "per_stratum" in groups else ""),
+        "ci": {},
+        "n_undefined": {},
+    }
+    if len(quantities) == 0:
+        logger.warning("No reference fields to resample; bootstrap intervals are not computed")
+        return info
+
+    def report(fraction):
+        progress.checkpoint(85 + 14 * fraction, "Bootstrap")
+
+    for first, weights in bootstrap_weights(n_resamples, seed, pool_codes, report):
+        last = first + len(weights)
+        for kind, key, idx in targets:
+            if idx is None:
+                sums = weights @ quantities + unassigned
+            else:
+                sums = weights[:, idx] @ quantities[idx]
+            values = metrics_from_sums(sums, empty_rate=np.nan)
+            replicates[(kind, key)][first:last] = np.column_stack(
+                [values[name] for name in BOOTSTRAP_KEYS]
+            )
+    for kind, key, _ in targets:
+        ci, undefined = {}, {}
+        for j, name in enumerate(BOOTSTRAP_KEYS):
+            ci[name], n_undefined = percentile_interval(replicates[(kind, key)][:, j])
+            if n_undefined:
+                undefined[name] = n_undefined
+        if kind == "overall":
+            info["ci"], info["n_undefined"] = ci, undefined
+        else:
+            metrics[kind][key]["ci"] = ci
+            if undefined:
+                metrics[kind][key]["ci_n_undefined"] = undefined
+    return info
+
+
+def _ignored_predictions(ignore, pred, predicted_match, iou_threshold, groups, classes, ancestors):
+    """Unmatched predictions covered by an ignore region: |p ∩ r| / |p| at or above the
+    threshold (COCO's crowd IoU), within the same group and a compatible class."""
+    ignored = np.zeros(pred.n, dtype=bool)
+    if ignore.n == 0 or pred.n == 0:
+        return ignored
+    pairs = overlap_pairs(ignore.geometries, ignore.area_m2, pred.geometries, pred.area_m2)
+    ok = at_or_above(pairs.intersection_m2 / pred.area_m2[pairs.predicted], iou_threshold)
+    ok &= predicted_match[pairs.predicted] < 0
+    (ref_group, pred_group), (ref_class, pred_class) = groups, classes
+    if ref_group is not None:
+        ok &= ref_group[ignore.keep][pairs.reference] == pred_group[pred.keep][pairs.predicted]
+    if ref_class is not None:
+        ok &= compatible_classes(
+            pred_class[pred.keep][pairs.predicted], ref_class[ignore.keep][pairs.reference],
+            ancestors,
+        )
+    ignored[pairs.predicted[ok]] = True
+    return ignored
+
+
+def _prepare_rows(geometries, rows, crs, ea_crs, name) -> PreparedLayer:
+    """prepare_layer on a subset of rows, with ``keep`` mapped back to input positions."""
+    layer = prepare_layer(geometries[rows], crs, ea_crs, name)
+    return dataclasses.replace(layer, keep=rows[layer.keep])
+
+
+def _subset(pairs: OverlapPairs, mask: np.ndarray) -> OverlapPairs:
+    return OverlapPairs(
+        pairs.reference[mask], pairs.predicted[mask], pairs.intersection_m2[mask], pairs.iou[mask]
+    )
+
+
+def _as_object_array(geometries) -> np.ndarray:
+    out = np.empty(len(geometries), dtype=object)
+    out[:] = list(geometries)
+    return out
+
+
+def _per_row(values, n: int, name: str):
+    """An optional per-row sequence as an object array of length n; raises ValueError if the
+    length differs."""
+    if values is None:
+        return None
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    if len(out) != n:
+        raise ValueError(f"{name} must have one value per row ({n}), got {len(out)}")
+    return out
 
 
 def _check_threshold(value) -> float:
@@ -221,6 +595,14 @@ def _check_threshold(value) -> float:
     if not (math.isfinite(value) and 0.0 < value <= 1.0):
         raise ValueError(f"iou_threshold must be in (0, 1], got {value!r}")
     return value
+
+
+def _check_non_negative_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
 def _input_position(layer: PreparedLayer, positions: np.ndarray) -> np.ndarray:

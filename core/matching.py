@@ -9,7 +9,7 @@ import numpy as np
 from .overlap import OverlapPairs
 
 #: Matching rules offered, in the order the Processing enum lists them.
-MATCHING_METHODS = ("one_to_one", "many_to_one")
+MATCHING_METHODS = ("one_to_one", "many_to_one", "optimal")
 
 #: IoU is compared with the threshold with this relative tolerance, so that an IoU equal to
 #: the threshold in exact arithmetic (0.04 / 0.08 computes as 0.4999999999999997) still matches.
@@ -44,14 +44,19 @@ def match(
     then predicted position) are accepted greedily when neither side is matched yet.
     ``many_to_one``: each reference takes its highest-IoU prediction at or above the threshold
     (ties: lowest predicted position); a prediction may match several references.
+    ``optimal``: the one-to-one assignment with the most matches and, among those, the largest
+    total IoU (the greedy rule can miss a match where polygons overlap).
 
-    Source: agribound 1.0 evaluation, "Matching" (../shared/seeds/agribound_evaluation.txt).
+    Source: agribound 1.0 evaluation, "Matching" (../shared/seeds/agribound_evaluation.txt);
+    ``optimal`` is a maximum-weight bipartite matching (Kuhn 1955, via scipy).
     Raises ValueError for an unknown method.
     """
     above = at_or_above(pairs.iou, iou_threshold)
     ref, pred, iou = pairs.reference[above], pairs.predicted[above], pairs.iou[above]
     if method == "one_to_one":
         return _greedy_one_to_one(ref, pred, iou, n_reference, n_predicted)
+    if method == "optimal":
+        return _optimal_one_to_one(ref, pred, iou, n_reference, n_predicted)
     if method == "many_to_one":
         reference_match = argmax_per_group(ref, iou, pred, n_reference)
         matched = np.flatnonzero(reference_match >= 0)
@@ -72,6 +77,43 @@ def _greedy_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
         if reference_match[r] < 0 and predicted_match[p] < 0:
             reference_match[r] = p
             predicted_match[p] = r
+    return Matches(reference_match, predicted_match)
+
+
+def _optimal_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
+    """Most matches, then largest total IoU, solved per connected component of the pair graph."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    reference_match = np.full(n_reference, -1, dtype=np.int64)
+    predicted_match = np.full(n_predicted, -1, dtype=np.int64)
+    if len(ref) == 0:
+        return Matches(reference_match, predicted_match)
+    # Nodes 0..n_ref-1 are references, n_ref.. predictions.
+    graph = coo_matrix(
+        (np.ones(len(ref)), (ref, pred + n_reference)),
+        shape=(n_reference + n_predicted,) * 2,
+    )
+    _, label = connected_components(graph, directed=False)
+    component = label[ref]
+    order = np.argsort(component, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(component[order]) != 0, True])
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        k = order[start:stop]
+        if len(k) == 1:  # a lone pair: nothing to choose
+            reference_match[ref[k]] = pred[k]
+            predicted_match[pred[k]] = ref[k]
+            continue
+        refs, r_local = np.unique(ref[k], return_inverse=True)
+        preds, p_local = np.unique(pred[k], return_inverse=True)
+        # Weight (pairs + 1) per match dominates any difference in total IoU (each <= 1).
+        weight = np.zeros((len(refs), len(preds)))
+        weight[r_local, p_local] = (len(k) + 1) + iou[k]
+        rows, cols = linear_sum_assignment(weight, maximize=True)
+        chosen = weight[rows, cols] > 0
+        reference_match[refs[rows[chosen]]] = preds[cols[chosen]]
+        predicted_match[preds[cols[chosen]]] = refs[rows[chosen]]
     return Matches(reference_match, predicted_match)
 
 

@@ -1,6 +1,13 @@
 """QGIS API spellings that differ between 3.22 and later releases, in one place."""
 
-from qgis.core import Qgis, QgsFeatureSink, QgsProcessing, QgsProcessingFeatureSource, QgsWkbTypes
+from qgis.core import (
+    Qgis,
+    QgsFeatureSink,
+    QgsProcessing,
+    QgsProcessingFeatureSource,
+    QgsProcessingParameterDefinition,
+    QgsWkbTypes,
+)
 
 try:  # QGIS >= 3.36
     VECTOR_POLYGON = Qgis.ProcessingSourceType.VectorPolygon
@@ -17,6 +24,11 @@ try:  # QGIS >= 3.30
 except AttributeError:
     MULTI_POLYGON = QgsWkbTypes.MultiPolygon
     NO_GEOMETRY = QgsWkbTypes.NoGeometry
+
+try:  # QGIS >= 3.36
+    ADVANCED = Qgis.ProcessingParameterFlag.Advanced
+except AttributeError:
+    ADVANCED = QgsProcessingParameterDefinition.FlagAdvanced
 
 try:  # QGIS >= 3.36
     FAST_INSERT = QgsFeatureSink.Flag.FastInsert

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import shapely
 from qgis.core import (
     QgsCoordinateTransform,
+    QgsProcessingParameterEnum,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterString,
     QgsCsException,
     QgsFeature,
     QgsField,
@@ -25,11 +31,20 @@ from qgis.PyQt.QtCore import QCoreApplication, QVariant
 
 from ..core import EvaluationCanceled, Progress, evaluate
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core.grouping import parse_size_bins
+from ..core.labels import ancestors_from_taxonomy
+from ..core.matching import MATCHING_METHODS
 from ..core.report import build_report, render_html, to_json_text, write_atomically
-from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .compat import ADVANCED, FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
 from .layers import forward_core_log, layer_crs_definition, read_source, to_qgis_value
 from .metadata import plugin_version
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
+
+MATCHING_LABELS = (
+    "One-to-one, greedy by descending IoU (default)",
+    "Many-to-one (each reference takes its best prediction)",
+    "Optimal one-to-one (most matches, then largest total IoU)",
+)
 
 HELP = """
 <p>Matches predicted polygons to reference polygons by intersection over union (IoU) and
@@ -60,6 +75,17 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
     REFERENCE_ID_FIELD = "REFERENCE_ID_FIELD"
     IOU_THRESHOLD = "IOU_THRESHOLD"
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
+    MATCHING = "MATCHING"
+    STRATA_FIELD = "STRATA_FIELD"
+    SIZE_BINS = "SIZE_BINS"
+    BOOTSTRAP = "BOOTSTRAP"
+    BOOTSTRAP_SEED = "BOOTSTRAP_SEED"
+    PREDICTED_CLASS_FIELD = "PREDICTED_CLASS_FIELD"
+    REFERENCE_CLASS_FIELD = "REFERENCE_CLASS_FIELD"
+    TAXONOMY = "TAXONOMY"
+    REFERENCE_IGNORE_FIELD = "REFERENCE_IGNORE_FIELD"
+    PREDICTED_GROUP_FIELD = "PREDICTED_GROUP_FIELD"
+    REFERENCE_GROUP_FIELD = "REFERENCE_GROUP_FIELD"
     TRUE_POSITIVES = "TRUE_POSITIVES"
     FALSE_POSITIVES = "FALSE_POSITIVES"
     FALSE_NEGATIVES = "FALSE_NEGATIVES"
@@ -136,6 +162,79 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                 optional=True,
             )
         )
+        advanced = [
+            QgsProcessingParameterEnum(
+                self.MATCHING,
+                self.tr("Matching rule"),
+                options=[self.tr(label) for label in MATCHING_LABELS],
+                defaultValue=0,
+            ),
+            QgsProcessingParameterField(
+                self.STRATA_FIELD,
+                self.tr("Strata field of the reference layer (metrics per stratum)"),
+                parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            ),
+            QgsProcessingParameterString(
+                self.SIZE_BINS,
+                self.tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
+                defaultValue="",
+                optional=True,
+            ),
+            QgsProcessingParameterNumber(
+                self.BOOTSTRAP,
+                self.tr("Bootstrap resamples for 95 % intervals (0 = off)"),
+                QgsProcessingParameterNumber.Integer,
+                defaultValue=0,
+                minValue=0,
+            ),
+            QgsProcessingParameterNumber(
+                self.BOOTSTRAP_SEED,
+                self.tr("Bootstrap seed"),
+                QgsProcessingParameterNumber.Integer,
+                defaultValue=42,
+                minValue=0,
+            ),
+            QgsProcessingParameterField(
+                self.PREDICTED_CLASS_FIELD,
+                self.tr("Class field of the predicted layer (class-aware matching)"),
+                parentLayerParameterName=self.PREDICTED,
+                optional=True,
+            ),
+            QgsProcessingParameterField(
+                self.REFERENCE_CLASS_FIELD,
+                self.tr("Class field of the reference layer (class-aware matching)"),
+                parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            ),
+            QgsProcessingParameterFile(
+                self.TAXONOMY,
+                self.tr("Taxonomy: JSON file mapping each class to its parent class(es)"),
+                extension="json",
+                optional=True,
+            ),
+            QgsProcessingParameterField(
+                self.REFERENCE_IGNORE_FIELD,
+                self.tr("Ignore-region field of the reference layer (true = ignore region)"),
+                parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            ),
+            QgsProcessingParameterField(
+                self.PREDICTED_GROUP_FIELD,
+                self.tr("Group field of the predicted layer (image or tile id)"),
+                parentLayerParameterName=self.PREDICTED,
+                optional=True,
+            ),
+            QgsProcessingParameterField(
+                self.REFERENCE_GROUP_FIELD,
+                self.tr("Group field of the reference layer (image or tile id)"),
+                parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            ),
+        ]
+        for parameter in advanced:
+            parameter.setFlags(parameter.flags() | ADVANCED)
+            self.addParameter(parameter)
         for name, label in (
             (self.TRUE_POSITIVES, "True positives (matched predictions)"),
             (self.FALSE_POSITIVES, "False positives (unmatched predictions)"),
@@ -187,7 +286,34 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             resolve_equal_area_crs(self._equal_area_crs(parameters, context))
         except ValueError as exc:
             return False, f"EQUAL_AREA_CRS: {exc}"
+        try:
+            parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
+            self._taxonomy(parameters, context)
+        except ValueError as exc:
+            return False, str(exc)
+        for first, second in (
+            (self.PREDICTED_CLASS_FIELD, self.REFERENCE_CLASS_FIELD),
+            (self.PREDICTED_GROUP_FIELD, self.REFERENCE_GROUP_FIELD),
+        ):
+            given = [bool(self.parameterAsString(parameters, n, context)) for n in (first, second)]
+            if given[0] != given[1]:
+                return False, self.tr(f"{first} and {second} must be given together")
         return True, ""
+
+    def _taxonomy(self, parameters, context):
+        """The TAXONOMY file as a dict (None when not given); raises ValueError naming it."""
+        path = self.parameterAsFile(parameters, self.TAXONOMY, context)
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                taxonomy = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"TAXONOMY: cannot read {path} as JSON: {exc}") from None
+        if not isinstance(taxonomy, dict):
+            raise ValueError("TAXONOMY: the file must hold a JSON object {class: parent}")
+        ancestors_from_taxonomy(taxonomy)  # validates the values
+        return taxonomy
 
     def _equal_area_crs(self, parameters, context):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
@@ -200,20 +326,53 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
         for name, source in ((self.PREDICTED, predicted_source), (self.REFERENCE, reference_source)):
             if source is None:
                 raise QgsProcessingException(self.invalidSourceError(parameters, name))
-        id_field = self.parameterAsString(parameters, self.REFERENCE_ID_FIELD, context)
-        id_index = reference_source.fields().lookupField(id_field) if id_field else -1
-        if id_field and id_index < 0:
-            raise QgsProcessingException(
-                f"REFERENCE_ID_FIELD: the reference layer has no field {id_field!r}"
-            )
-        threshold = self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context)
-        equal_area_crs = self._equal_area_crs(parameters, context)
+        fields = {}  # parameter name -> (field name, index in its layer), when given
+        for name, source in (
+            (self.REFERENCE_ID_FIELD, reference_source),
+            (self.STRATA_FIELD, reference_source),
+            (self.REFERENCE_CLASS_FIELD, reference_source),
+            (self.REFERENCE_IGNORE_FIELD, reference_source),
+            (self.REFERENCE_GROUP_FIELD, reference_source),
+            (self.PREDICTED_CLASS_FIELD, predicted_source),
+            (self.PREDICTED_GROUP_FIELD, predicted_source),
+        ):
+            field_name = self.parameterAsString(parameters, name, context)
+            if not field_name:
+                continue
+            index = source.fields().lookupField(field_name)
+            if index < 0:
+                raise QgsProcessingException(f"{name}: the layer has no field {field_name!r}")
+            fields[name] = (field_name, index)
+        id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
+        try:
+            size_bins = parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
+            taxonomy = self._taxonomy(parameters, context)
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        options = {
+            "iou_threshold": self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
+            "equal_area_crs": self._equal_area_crs(parameters, context),
+            "matching": MATCHING_METHODS[
+                self.parameterAsEnum(parameters, self.MATCHING, context)
+            ],
+            "size_bins": size_bins,
+            "bootstrap": self.parameterAsInt(parameters, self.BOOTSTRAP, context),
+            "bootstrap_seed": self.parameterAsInt(parameters, self.BOOTSTRAP_SEED, context),
+            "taxonomy": taxonomy,
+        }
 
         feedback.setProgressText(self.tr("Reading layers"))
         reference = read_source(reference_source, feedback, (0, 10))
         predicted = read_source(predicted_source, feedback, (10, 20)) if reference else None
         if predicted is None:
             return {}
+
+        def column(features, name):
+            if name not in fields:
+                return None
+            index = fields[name][1]
+            return [attributes[index] for attributes in features.attributes]
+
         try:
             with forward_core_log(feedback):
                 evaluation = evaluate(
@@ -221,9 +380,15 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                     reference.geometries,
                     predicted_crs=predicted.crs_wkt,
                     reference_crs=reference.crs_wkt,
-                    iou_threshold=threshold,
-                    equal_area_crs=equal_area_crs,
+                    strata=column(reference, self.STRATA_FIELD),
+                    strata_name=fields.get(self.STRATA_FIELD, (None,))[0],
+                    reference_classes=column(reference, self.REFERENCE_CLASS_FIELD),
+                    predicted_classes=column(predicted, self.PREDICTED_CLASS_FIELD),
+                    reference_groups=column(reference, self.REFERENCE_GROUP_FIELD),
+                    predicted_groups=column(predicted, self.PREDICTED_GROUP_FIELD),
+                    reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
                     progress=_FeedbackProgress(feedback, 20, 80),
+                    **options,
                 )
         except EvaluationCanceled:
             return {}
@@ -266,7 +431,9 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             inputs,
             {"plugin": plugin_version(), "qgis": QGIS_VERSION},
         )
-        report["parameters"]["reference_id_field"] = id_field or None
+        report["parameters"].update(
+            {name.lower(): field_name for name, (field_name, _) in fields.items()}
+        )
         for name, render in (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML, lambda data: render_html(data, REPORT_TEMPLATE)),
@@ -383,26 +550,20 @@ class _OutputWriter:
                 for k in fn_rows
             ),
         )
-        table_fields = _fields(
-            id_qfield, ("area_m2", QVariant.Double), ("area_ha", QVariant.Double),
-            ("matched", QVariant.Bool), ("pred_fid", QVariant.LongLong),
-            ("iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-            ("best_iou", QVariant.Double), ("n_overlapping_pred", QVariant.Int),
-            ("max_overlap_pred_fid", QVariant.LongLong), ("oversegmentation", QVariant.Double),
-            ("undersegmentation", QVariant.Double),
-        )
+        # Every per-reference column; predicted input positions become predicted feature ids.
+        columns = []
+        for key, values in per_ref.items():
+            if key.endswith("_index"):
+                name = key[: -len("_index")] + "_fid"
+                values = [_fid_or_none(fid_of_pred_input, v) for v in values]
+            else:
+                name = key
+            columns.append((QgsField(name, _variant_type(values)), values))
+        table_fields = _fields(id_qfield, *(f for f, _ in columns))
         results[alg.PER_FIELD] = self._write(
             alg.PER_FIELD, QgsFields(), table_fields, NO_GEOMETRY, crs, None,
             (
-                (None, [], [
-                    id_of_ref_input[ref_layer.keep[k]], per_ref["area_m2"][k],
-                    per_ref["area_ha"][k], per_ref["matched"][k],
-                    _fid_or_none(fid_of_pred_input, per_ref["pred_index"][k]),
-                    per_ref["iou"][k], per_ref["pred_area_m2"][k], per_ref["best_iou"][k],
-                    per_ref["n_overlapping_pred"][k],
-                    _fid_or_none(fid_of_pred_input, per_ref["max_overlap_pred_index"][k]),
-                    per_ref["oversegmentation"][k], per_ref["undersegmentation"][k],
-                ])
+                (None, [], [id_of_ref_input[ref_layer.keep[k]]] + [v[k] for _, v in columns])
                 for k in range(ref_layer.n)
             ),
         )
@@ -446,6 +607,20 @@ def _fields(*specs) -> QgsFields:
     for spec in specs:
         fields.append(spec if isinstance(spec, QgsField) else QgsField(spec[0], spec[1]))
     return fields
+
+
+def _variant_type(values):
+    """QVariant type of a per-reference column (numpy dtype or object of str)."""
+    dtype = np.asarray(values).dtype
+    if dtype == bool:
+        return QVariant.Bool
+    if np.issubdtype(dtype, np.integer):
+        return QVariant.LongLong
+    if np.issubdtype(dtype, np.floating):
+        return QVariant.Double
+    if all(v is None or isinstance(v, (int, np.integer)) for v in values):
+        return QVariant.LongLong
+    return QVariant.String
 
 
 def _fid_or_none(feature_ids, input_position):

@@ -240,3 +240,55 @@ def test_layer_without_crs_against_one_with_is_a_clear_error(ioueval_provider):
     predicted.setCrs(QgsCoordinateReferenceSystem())
     with pytest.raises(QgsProcessingException, match="predicted layer has no CRS"):
         run({"PREDICTED": predicted, "REFERENCE": reference})
+
+
+# agribound 1.0.1 evaluate(pred, ref, strata="CDL2016", size_bins="auto", bootstrap=200,
+# matching="many_to_one") on the bundled sample (its own environment, geopandas reading).
+AGRIBOUND_SAMPLE_STRATA = {
+    "4": {"n": 4, "count_tp": 3, "count_fp": 1, "count_fn": 1, "ci_recall": [0.25, 1.0]},
+    "24": {"n": 59, "count_tp": 56, "count_fp": 5, "count_fn": 3,
+           "ci_recall": [0.8813559322033898, 0.9834745762711866]},
+    "36": {"n": 37, "count_tp": 26, "count_fp": 9, "count_fn": 11,
+           "ci_recall": [0.539864864864865, 0.8378378378378378]},
+}
+
+
+def test_strata_size_classes_and_bootstrap_reproduce_agribound(ioueval_provider):
+    result = run(
+        {
+            "PREDICTED": SAMPLE_PREDICTED,
+            "REFERENCE": SAMPLE_REFERENCE,
+            "STRATA_FIELD": "CDL2016",
+            "SIZE_BINS": "auto",
+            "BOOTSTRAP": 200,
+            "MATCHING": 1,  # many_to_one
+        }
+    )
+    metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
+    assert metrics["matching"] == "many_to_one"
+    assert metrics["size_class_edges_ha"] == [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+    assert metrics["bootstrap"]["ci"]["f1"] == pytest.approx(
+        [0.7920182235614865, 0.9119618105783647], rel=1e-9
+    )
+    for key, expected in AGRIBOUND_SAMPLE_STRATA.items():
+        stratum = metrics["per_stratum"][key]
+        for name in ("n", "count_tp", "count_fp", "count_fn"):
+            assert stratum[name] == expected[name]
+        assert stratum["ci"]["recall"] == pytest.approx(expected["ci_recall"], rel=1e-9)
+    size_class = metrics["per_size_class"]["20-50"]
+    assert (size_class["n"], size_class["count_tp"], size_class["count_fp"]) == (5, 5, 8)
+    per_field = layer_of(result["PER_FIELD"])
+    assert {"stratum", "size_class"} <= set(per_field.fields().names())
+
+
+def test_invalid_size_bins_are_rejected_naming_the_parameter(ioueval_provider):
+    from qgis.core import QgsApplication
+
+    reference, predicted = small_layers()
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    ok, message = algorithm.checkParameterValues(
+        {"PREDICTED": predicted, "REFERENCE": reference, "SIZE_BINS": "5,1",
+         **TEMPORARY_OUTPUTS},
+        QgsProcessingContext(),
+    )
+    assert not ok and "SIZE_BINS" in message

@@ -1,0 +1,96 @@
+"""Class and group labels: normalising them and deciding which pairs may match.
+
+Groups (image or tile ids) restrict matching to the same group. Classes follow GroundSet's
+taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
+whose class equals its own or is an ancestor of it ("a valid child class answers a query for
+its parent"). Class names are compared case-insensitively.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .grouping import is_missing
+
+#: Label of a missing class or group value: it only pairs with another missing value.
+MISSING = ""
+
+
+def normalise_labels(values, *, case_insensitive: bool) -> np.ndarray:
+    """Object array of text labels: 12, 12.0 and "12" become "12"; None/NaN/NULL become "".
+
+    ``values``: sequence, shape (n,). Class names are lower-cased when ``case_insensitive``.
+    """
+    out = np.empty(len(values), dtype=object)
+    for k, value in enumerate(values):
+        if is_missing(value):
+            out[k] = MISSING
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        text = str(value).strip()
+        out[k] = text.lower() if case_insensitive else text
+    return out
+
+
+_TRUE_TEXT = frozenset({"1", "true", "t", "yes", "y"})
+
+
+def is_true(value) -> bool:
+    """Truth of a flag attribute: non-zero numbers, True, and "1/true/t/yes/y" (any case);
+    missing values and every other text are false."""
+    if is_missing(value):
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_TEXT
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
+    """All ancestors of each class from a mapping child → parent (or list of parents).
+
+    Names are lower-cased. Raises ValueError for a value that is not a name or list of names.
+    A cycle is tolerated (a class is then its own ancestor, which changes nothing).
+    """
+    if not taxonomy:
+        return {}
+    parents: dict[str, set[str]] = {}
+    for child, parent in taxonomy.items():
+        if isinstance(parent, str):
+            parent = [parent]
+        if not isinstance(parent, (list, tuple)) or not all(isinstance(p, str) for p in parent):
+            raise ValueError(
+                f"TAXONOMY: the parent of {child!r} must be a class name or a list of class "
+                f"names, got {parent!r}"
+            )
+        parents.setdefault(str(child).strip().lower(), set()).update(
+            p.strip().lower() for p in parent
+        )
+    ancestors: dict[str, frozenset[str]] = {}
+    for start in parents:
+        seen: set[str] = set()
+        stack = list(parents[start])
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(parents.get(name, ()))
+        ancestors[start] = frozenset(seen)
+    return ancestors
+
+
+def compatible_classes(
+    predicted_class: np.ndarray, reference_class: np.ndarray, ancestors: dict
+) -> np.ndarray:
+    """Boolean (n,) mask: may a prediction of ``predicted_class[k]`` match a reference of
+    ``reference_class[k]``? True when equal, or the reference's class is an ancestor."""
+    same = predicted_class == reference_class
+    if not ancestors:
+        return same
+    out = same.copy()
+    for k in np.flatnonzero(~same):  # only differing pairs need the taxonomy
+        out[k] = reference_class[k] in ancestors.get(predicted_class[k], ())
+    return out
