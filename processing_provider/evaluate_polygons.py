@@ -36,7 +36,13 @@ from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
 from ..core.report import build_report, render_html, to_json_text, write_atomically
 from .compat import ADVANCED, FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
-from .layers import forward_core_log, layer_crs_definition, read_source, to_qgis_value
+from .layers import (
+    crs_for_pyproj,
+    forward_core_log,
+    layer_crs_definition,
+    read_source,
+    to_qgis_value,
+)
 from .metadata import plugin_version
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
 
@@ -318,7 +324,7 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
     def _equal_area_crs(self, parameters, context):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
         crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
-        return _crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
+        return crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
@@ -625,13 +631,6 @@ def _variant_type(values):
 
 def _fid_or_none(feature_ids, input_position):
     return None if input_position < 0 else int(feature_ids[input_position])
-
-
-def _crs_for_pyproj(crs):
-    """A QgsCoordinateReferenceSystem as something pyproj accepts (None if it has none)."""
-    if crs.authid() and not crs.authid().startswith("USER:"):
-        return crs.authid()
-    return layer_crs_definition(crs)
 
 
 def _transform(predicted_source, reference_source, context):

@@ -43,6 +43,13 @@ def layer_crs_definition(crs: QgsCoordinateReferenceSystem) -> str | None:
     return crs.toWkt(QgsCoordinateReferenceSystem.WKT2_2019)
 
 
+def crs_for_pyproj(crs: QgsCoordinateReferenceSystem) -> str | None:
+    """A CRS as something pyproj accepts: its authority id, else WKT; None when it has none."""
+    if crs.authid() and not crs.authid().startswith("USER:"):
+        return crs.authid()
+    return layer_crs_definition(crs)
+
+
 def read_source(source, feedback: QgsProcessingFeedback, progress_range=(0.0, 100.0)):
     """Read every feature of a QgsProcessingFeatureSource (selection already honoured).
 

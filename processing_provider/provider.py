@@ -7,6 +7,7 @@ from qgis.PyQt.QtGui import QIcon
 
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
+from .pixels_per_field import PixelsPerFieldAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
 
@@ -32,3 +33,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
 
     def loadAlgorithms(self):  # noqa: N802
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
+        self.addAlgorithm(PixelsPerFieldAlgorithm())
