@@ -52,6 +52,7 @@ def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict
         "parameters": evaluation.parameters,
         "inputs": inputs,
         "provenance": {**provenance, **library_versions()},
+        "warnings": list(evaluation.warnings),
     }
 
 
@@ -71,7 +72,9 @@ def render_html(report: dict, template_path: str | os.PathLike) -> str:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["number"] = _format_number
-    return env.get_template(template_path.name).render(report=report, headline=HEADLINE)
+    return env.get_template(template_path.name).render(
+        report=_json_safe(report), headline=HEADLINE
+    )
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:

@@ -7,7 +7,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 REQUIREMENTS="$ROOT/scripts/requirements-dev.txt"
 APT_PACKAGES=(qgis python3-qgis qgis-providers libgeos-dev python3-venv python3-dev gcc
-              python3-numpy python3-pyproj python3-jinja2 python3-scipy proj-data)
+              python3-numpy python3-pyproj python3-jinja2 python3-scipy python3-matplotlib
+              proj-data)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

@@ -292,3 +292,67 @@ def test_invalid_size_bins_are_rejected_naming_the_parameter(ioueval_provider):
         QgsProcessingContext(),
     )
     assert not ok and "SIZE_BINS" in message
+
+
+def test_groups_classes_taxonomy_and_ignore_regions_through_the_algorithm(
+    ioueval_provider, tmp_path
+):
+    # Two images with the same 10 m square: image a holds a house predicted as "House"
+    # against a "building" reference (child answers for parent: TP); image b's reference is
+    # a crowd region covering two small predictions (ignored) and a tree missed (FN).
+    reference = QgsVectorLayer(
+        "Polygon?crs=EPSG:3857&field=img:string&field=cls:string&field=crowd:integer",
+        "ref", "memory",
+    )
+    predicted = QgsVectorLayer(
+        "Polygon?crs=EPSG:3857&field=img:string&field=cls:string", "pred", "memory"
+    )
+
+    def add(layer, wkt, *attributes):
+        feature = QgsFeature(layer.fields())
+        feature.setGeometry(QgsGeometry.fromWkt(wkt))
+        feature.setAttributes(list(attributes))
+        layer.dataProvider().addFeatures([feature])
+
+    add(reference, square_wkt(0, 0, 10), "a", "building", 0)
+    add(reference, square_wkt(0, 0, 100), "b", "building", 1)
+    add(reference, square_wkt(200, 0, 10), "b", "tree", 0)
+    add(predicted, square_wkt(0, 0, 10), "a", "House")
+    add(predicted, square_wkt(10, 10, 10), "b", "house")
+    add(predicted, square_wkt(50, 50, 10), "b", "building")
+    taxonomy = tmp_path / "taxonomy.json"
+    taxonomy.write_text(json.dumps({"house": "building"}), encoding="utf-8")
+    result = run(
+        {
+            "PREDICTED": predicted,
+            "REFERENCE": reference,
+            "PREDICTED_GROUP_FIELD": "img",
+            "REFERENCE_GROUP_FIELD": "img",
+            "PREDICTED_CLASS_FIELD": "cls",
+            "REFERENCE_CLASS_FIELD": "cls",
+            "TAXONOMY": str(taxonomy),
+            "REFERENCE_IGNORE_FIELD": "crowd",
+        }
+    )
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (1, 0, 1)
+    metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
+    assert metrics["count_predicted_ignored"] == 2
+    assert metrics["per_group"]["a"]["count_tp"] == 1
+    assert metrics["per_group"]["b"]["count_fn"] == 1
+    assert metrics["per_class"]["building"]["count_tp"] == 1
+    assert metrics["per_class"]["tree"]["count_fn"] == 1
+
+
+def test_a_taxonomy_that_is_not_a_json_object_is_rejected(ioueval_provider, tmp_path):
+    from qgis.core import QgsApplication
+
+    bad = tmp_path / "taxonomy.json"
+    bad.write_text("[1, 2]", encoding="utf-8")
+    reference, predicted = small_layers()
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    ok, message = algorithm.checkParameterValues(
+        {"PREDICTED": predicted, "REFERENCE": reference, "TAXONOMY": str(bad),
+         **TEMPORARY_OUTPUTS},
+        QgsProcessingContext(),
+    )
+    assert not ok and "TAXONOMY" in message
