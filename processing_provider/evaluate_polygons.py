@@ -44,6 +44,7 @@ from .layers import (
     to_qgis_value,
 )
 from .metadata import plugin_version
+from .validation import polygon_source_error, unwritable_destination_error
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
 
 MATCHING_LABELS = (
@@ -98,6 +99,17 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
     PER_FIELD = "PER_FIELD"
     REPORT_JSON = "REPORT_JSON"
     REPORT_HTML = "REPORT_HTML"
+    REFERENCE_FIELDS = (
+        REFERENCE_ID_FIELD,
+        STRATA_FIELD,
+        REFERENCE_CLASS_FIELD,
+        REFERENCE_IGNORE_FIELD,
+        REFERENCE_GROUP_FIELD,
+    )
+    PREDICTED_FIELDS = (PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD)
+    DESTINATIONS = (
+        TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD, REPORT_JSON, REPORT_HTML
+    )
     NUMERIC_OUTPUTS = {
         "PRECISION": ("precision", "Precision"),
         "RECALL": ("recall", "Recall"),
@@ -304,7 +316,40 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             given = [bool(self.parameterAsString(parameters, n, context)) for n in (first, second)]
             if given[0] != given[1]:
                 return False, self.tr(f"{first} and {second} must be given together")
+        sources = {}
+        for name in (self.PREDICTED, self.REFERENCE):
+            sources[name] = self.parameterAsSource(parameters, name, context)
+            if sources[name] is None:
+                return False, self.tr(f"{name}: the layer could not be read")
+            error = polygon_source_error(sources[name], name)
+            if error:
+                return False, error
+        try:
+            self._fields_given(parameters, context, sources[self.PREDICTED], sources[self.REFERENCE])
+        except ValueError as exc:
+            return False, str(exc)
+        for name in self.DESTINATIONS:
+            error = unwritable_destination_error(parameters, name)
+            if error:
+                return False, error
         return True, ""
+
+    def _fields_given(self, parameters, context, predicted_source, reference_source):
+        """{parameter name: (field name, index)} for the field parameters that are set.
+
+        Raises ValueError naming the parameter when its layer has no such field.
+        """
+        fields = {}
+        for name in self.REFERENCE_FIELDS + self.PREDICTED_FIELDS:
+            source = reference_source if name in self.REFERENCE_FIELDS else predicted_source
+            field_name = self.parameterAsString(parameters, name, context)
+            if not field_name:
+                continue
+            index = source.fields().lookupField(field_name)
+            if index < 0:
+                raise ValueError(f"{name}: the layer has no field {field_name!r}")
+            fields[name] = (field_name, index)
+        return fields
 
     def _taxonomy(self, parameters, context):
         """The TAXONOMY file as a dict (None when not given); raises ValueError naming it."""
@@ -332,23 +377,10 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
         for name, source in ((self.PREDICTED, predicted_source), (self.REFERENCE, reference_source)):
             if source is None:
                 raise QgsProcessingException(self.invalidSourceError(parameters, name))
-        fields = {}  # parameter name -> (field name, index in its layer), when given
-        for name, source in (
-            (self.REFERENCE_ID_FIELD, reference_source),
-            (self.STRATA_FIELD, reference_source),
-            (self.REFERENCE_CLASS_FIELD, reference_source),
-            (self.REFERENCE_IGNORE_FIELD, reference_source),
-            (self.REFERENCE_GROUP_FIELD, reference_source),
-            (self.PREDICTED_CLASS_FIELD, predicted_source),
-            (self.PREDICTED_GROUP_FIELD, predicted_source),
-        ):
-            field_name = self.parameterAsString(parameters, name, context)
-            if not field_name:
-                continue
-            index = source.fields().lookupField(field_name)
-            if index < 0:
-                raise QgsProcessingException(f"{name}: the layer has no field {field_name!r}")
-            fields[name] = (field_name, index)
+        try:
+            fields = self._fields_given(parameters, context, predicted_source, reference_source)
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
         id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
         try:
             size_bins = parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
@@ -393,7 +425,7 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                     reference_groups=column(reference, self.REFERENCE_GROUP_FIELD),
                     predicted_groups=column(predicted, self.PREDICTED_GROUP_FIELD),
                     reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
-                    progress=_FeedbackProgress(feedback, 20, 80),
+                    progress=_FeedbackProgress(feedback, 20, 75),
                     **options,
                 )
         except EvaluationCanceled:
@@ -480,6 +512,7 @@ class _OutputWriter:
     def __init__(self, algorithm, parameters, context, feedback):
         self.algorithm, self.parameters = algorithm, parameters
         self.context, self.feedback = context, feedback
+        self.written = 0  # outputs handled so far, for progress (75 % to 95 %)
 
     def write_all(self, evaluation, predicted, reference, predicted_source, reference_source,
                   ref_ids, id_qfield, transform):
@@ -577,7 +610,9 @@ class _OutputWriter:
 
     def _write(self, name, own_fields, extra_fields, wkb_type, crs, style, rows):
         fields = QgsProcessingUtils.combineFields(own_fields, extra_fields)
-        if not _requested(self.parameters, name):
+        self.written += 1
+        self.feedback.setProgress(75 + 5 * self.written)
+        if not _requested(self.parameters, name) or self.feedback.isCanceled():
             return None
         sink, dest_id = self.algorithm.parameterAsSink(
             self.parameters, name, self.context, fields, wkb_type, crs
@@ -592,7 +627,9 @@ class _OutputWriter:
                 feature.setGeometry(geometry)
             feature.setAttributes(list(own) + [to_qgis_value(v) for v in extra])
             if not sink.addFeature(feature, FAST_INSERT):
-                raise QgsProcessingException(self.algorithm.writeFeatureError(sink, self.parameters, name))
+                raise QgsProcessingException(
+                    self.algorithm.writeFeatureError(sink, self.parameters, name)
+                )
         del sink  # closes and flushes the file before its style is stored in it
         if style is not None:
             qml = style_path(style)

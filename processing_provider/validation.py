@@ -1,0 +1,37 @@
+"""Checks run before any work: each failure names the parameter it is about."""
+
+from __future__ import annotations
+
+import os
+
+from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
+
+#: Destination values that are not files (memory layers, temporary files QGIS chooses).
+_NOT_FILES = ("TEMPORARY_OUTPUT", "memory:")
+
+
+def polygon_source_error(source, name: str) -> str | None:
+    """A message when a feature source cannot hold polygons (points, lines, tables)."""
+    geometry_type = QgsWkbTypes.geometryType(source.wkbType())
+    if geometry_type in (QgsWkbTypes.PolygonGeometry, QgsWkbTypes.UnknownGeometry):
+        return None  # an untyped layer ("Geometry") may hold polygons: the core sorts rows
+    kind = QgsWkbTypes.geometryDisplayString(geometry_type)
+    return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
+
+
+def unwritable_destination_error(parameters: dict, name: str) -> str | None:
+    """A message when an output file's folder does not exist or cannot be written."""
+    value = parameters.get(name)
+    if isinstance(value, QgsProcessingOutputLayerDefinition):
+        value = value.sink.staticValue()
+    if not isinstance(value, str) or not value or value.startswith(_NOT_FILES):
+        return None
+    path = value.split("|")[0]
+    if path.startswith("ogr:") or "://" in path:
+        return None  # a database or service URI: the provider reports its own errors
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(folder):
+        return f"{name}: the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return f"{name}: {path} cannot be written"
+    return None

@@ -1,0 +1,126 @@
+"""Bad parameters are rejected before any work, runs never corrupt inputs, cancellation
+leaves no finished-looking report, and the same inputs give the same outputs."""
+
+import hashlib
+import json
+import shutil
+
+import pytest
+from conftest import SAMPLE_GPKG
+from qgis.core import (
+    QgsApplication,
+    QgsProcessingContext,
+    QgsProcessingFeedback,
+    QgsProject,
+    QgsVectorLayer,
+)
+from test_provider import TEMPORARY_OUTPUTS, run, small_layers
+
+ALGORITHM = "ioueval:evaluatepolygons"
+
+
+def check(parameters):
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    return algorithm.checkParameterValues({**TEMPORARY_OUTPUTS, **parameters}, context)
+
+
+@pytest.mark.parametrize(
+    "override, parameter",
+    [
+        ({"IOU_THRESHOLD": 0.0}, "IOU_THRESHOLD"),
+        ({"IOU_THRESHOLD": 1.5}, "IOU_THRESHOLD"),
+        ({"STRATA_FIELD": "no_such_field"}, "STRATA_FIELD"),
+        ({"REFERENCE_ID_FIELD": "no_such_field"}, "REFERENCE_ID_FIELD"),
+        ({"SIZE_BINS": "0,2,1"}, "SIZE_BINS"),
+        ({"SIZE_BINS": "small"}, "SIZE_BINS"),
+        ({"EQUAL_AREA_CRS": "EPSG:4326"}, "EQUAL_AREA_CRS"),
+        ({"REPORT_JSON": "/no/such/folder/report.json"}, "REPORT_JSON"),
+        ({"TRUE_POSITIVES": "/no/such/folder/tp.gpkg"}, "TRUE_POSITIVES"),
+        ({"PREDICTED_CLASS_FIELD": "name"}, "REFERENCE_CLASS_FIELD"),
+    ],
+)
+def test_invalid_parameters_are_rejected_naming_the_parameter(
+    ioueval_provider, override, parameter
+):
+    reference, predicted = small_layers()
+    ok, message = check({"PREDICTED": predicted, "REFERENCE": reference, **override})
+    assert not ok
+    assert parameter in message
+
+
+def test_a_point_layer_is_rejected_as_predicted(ioueval_provider):
+    reference, _ = small_layers()
+    points = QgsVectorLayer("Point?crs=EPSG:32632", "points", "memory")
+    ok, message = check({"PREDICTED": points, "REFERENCE": reference})
+    assert not ok and "PREDICTED" in message and "polygon" in message
+
+
+class CancelAt(QgsProcessingFeedback):
+    """Asks to cancel once progress passes a given percentage."""
+
+    def __init__(self, percent):
+        super().__init__()
+        self.percent = percent
+        self.progressChanged.connect(self._maybe_cancel)
+
+    def _maybe_cancel(self, value):
+        if value >= self.percent:
+            self.cancel()
+
+
+@pytest.mark.parametrize("percent", [5, 40, 85])
+def test_cancelled_run_leaves_no_report(ioueval_provider, tmp_path, percent):
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    context = QgsProcessingContext()
+    parameters = {
+        **TEMPORARY_OUTPUTS,
+        "PREDICTED": f"{SAMPLE_GPKG}|layername=csb_2017_2024",
+        "REFERENCE": f"{SAMPLE_GPKG}|layername=csb_2016_2023",
+        "BOOTSTRAP": 50,
+        "REPORT_JSON": str(tmp_path / "report.json"),
+        "REPORT_HTML": str(tmp_path / "report.html"),
+    }
+    results, ok = algorithm.run(parameters, context, CancelAt(percent))
+    assert not (tmp_path / "report.json").exists()
+    assert not (tmp_path / "report.html").exists()
+    assert list(tmp_path.iterdir()) == []  # no half-written temporary files either
+    assert "COUNT_TP" not in (results or {})
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_input_geopackage_is_byte_identical_after_a_run(ioueval_provider, tmp_path):
+    gpkg = tmp_path / "fields.gpkg"
+    shutil.copy(SAMPLE_GPKG, gpkg)
+    before = sha256(gpkg)
+    run(
+        {
+            "PREDICTED": f"{gpkg}|layername=csb_2017_2024",
+            "REFERENCE": f"{gpkg}|layername=csb_2016_2023",
+            "REFERENCE_ID_FIELD": "CSBID",
+        }
+    )
+    assert sha256(gpkg) == before
+
+
+def test_same_inputs_and_seed_give_the_same_report(ioueval_provider, tmp_path):
+    reports = []
+    for k in range(2):
+        path = tmp_path / f"report{k}.json"
+        run(
+            {
+                "PREDICTED": f"{SAMPLE_GPKG}|layername=csb_2017_2024",
+                "REFERENCE": f"{SAMPLE_GPKG}|layername=csb_2016_2023",
+                "STRATA_FIELD": "CDL2016",
+                "BOOTSTRAP": 100,
+                "BOOTSTRAP_SEED": 3,
+                "REPORT_JSON": str(path),
+            }
+        )
+        reports.append(json.loads(path.read_text(encoding="utf-8")))
+    assert reports[0]["metrics"] == reports[1]["metrics"]
+    assert reports[0]["parameters"] == reports[1]["parameters"]
