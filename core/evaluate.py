@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
 from .crs import (
     check_equal_area,
     check_layer_crs,
@@ -24,6 +25,7 @@ from .crs import (
 from .grouping import (
     Groups,
     bootstrap_weights,
+    is_missing,
     percentile_interval,
     size_groups,
     strata_groups,
@@ -111,6 +113,7 @@ def evaluate(
     reference_classes=None,
     taxonomy: dict | None = None,
     reference_ignore=None,
+    predicted_scores=None,
     progress: Progress | None = None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
@@ -136,6 +139,8 @@ def evaluate(
         reference_ignore: bool per reference row; true rows are ignore regions (COCO's crowd
             semantics): predictions covering them at IoU ≥ threshold, measured as
             |p ∩ r| / |p|, are neither TP nor FP, and they are never FN.
+        predicted_scores: confidence per prediction row (None/NaN ranks last); when given,
+            COCO-style average precision is added under ``average_precision``.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
 
     Returns:
@@ -163,6 +168,7 @@ def evaluate(
     pred_groups = _per_row(predicted_groups, n_pred_in, "predicted_groups")
     ref_classes = _per_row(reference_classes, n_ref_in, "reference_classes")
     pred_classes = _per_row(predicted_classes, n_pred_in, "predicted_classes")
+    scores = _per_row(predicted_scores, n_pred_in, "predicted_scores")
     if (ref_groups is None) != (pred_groups is None):
         raise ValueError("predicted_groups and reference_groups must be given together")
     if (ref_classes is None) != (pred_classes is None):
@@ -270,6 +276,12 @@ def evaluate(
     if ref_class is not None:
         metrics["per_class"] = _counts_by_label(
             ref_class[ref.keep], pred_class[pred.keep], tables, by_match=True
+        )
+    if scores is not None:
+        progress.checkpoint(80, "Average precision")
+        metrics["average_precision"] = _average_precision(
+            ref, ignore, pred, _as_scores(scores)[pred.keep], (ref_group, pred_group),
+            (ref_class, pred_class), ancestors, planar=ea_crs is None,
         )
     if bootstrap:
         progress.checkpoint(85, "Bootstrap")
@@ -533,6 +545,47 @@ def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, me
             if undefined:
                 metrics[kind][key]["ci_n_undefined"] = undefined
     return info
+
+
+def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar):
+    """COCO-style AP over the evaluated predictions, references and ignore regions.
+
+    COCO's object size ranges (32² and 96² pixels) apply in planar pixel space only; with
+    groups (images) COCO's 100 detections per image are kept, without them every prediction.
+    """
+    references = np.concatenate([ref.geometries, ignore.geometries])
+    crowd = np.r_[np.zeros(ref.n, dtype=bool), np.ones(ignore.n, dtype=bool)]
+
+    def both(labels):
+        return None if labels is None else np.concatenate([labels[ref.keep], labels[ignore.keep]])
+
+    (ref_group, pred_group), (ref_class, pred_class) = groups, classes
+    return average_precision(
+        pred.geometries,
+        scores,
+        references,
+        predicted_class=None if pred_class is None else pred_class[pred.keep],
+        reference_class=both(ref_class),
+        predicted_group=None if pred_group is None else pred_group[pred.keep],
+        reference_group=both(ref_group),
+        reference_ignore=crowd,
+        class_ancestors=ancestors or None,
+        max_detections=COCO_MAX_DETECTIONS if pred_group is not None else None,
+        area_ranges=COCO_AREA_RANGES if planar else None,
+    )
+
+
+def _as_scores(values) -> np.ndarray:
+    """Scores as floats; missing or non-numeric values become NaN (ranked last)."""
+    out = np.full(len(values), np.nan)
+    for k, value in enumerate(values):
+        if is_missing(value) or isinstance(value, bool):
+            continue
+        try:
+            out[k] = float(value)
+        except (TypeError, ValueError):
+            pass
+    return out
 
 
 def _ignored_predictions(ignore, pred, predicted_match, iou_threshold, groups, classes, ancestors):

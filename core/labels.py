@@ -52,8 +52,8 @@ def is_true(value) -> bool:
 def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
     """All ancestors of each class from a mapping child → parent (or list of parents).
 
-    Names are lower-cased. Raises ValueError for a value that is not a name or list of names.
-    A cycle is tolerated (a class is then its own ancestor, which changes nothing).
+    Names are lower-cased. Raises ValueError (naming TAXONOMY) for a value that is not a name
+    or list of names, and for a cycle (a class that would be its own ancestor).
     """
     if not taxonomy:
         return {}
@@ -78,6 +78,8 @@ def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
             if name not in seen:
                 seen.add(name)
                 stack.extend(parents.get(name, ()))
+        if start in seen:
+            raise ValueError(f"TAXONOMY: the taxonomy has a cycle through {start!r}")
         ancestors[start] = frozenset(seen)
     return ancestors
 

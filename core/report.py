@@ -72,9 +72,41 @@ def render_html(report: dict, template_path: str | os.PathLike) -> str:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["number"] = _format_number
+    figures = {}
+    average_precision = report.get("metrics", {}).get("average_precision")
+    if average_precision:
+        figures["precision_recall"] = precision_recall_svg(average_precision)
     return env.get_template(template_path.name).render(
-        report=_json_safe(report), headline=HEADLINE
+        report=_json_safe(report), headline=HEADLINE, figures=figures
     )
+
+
+def precision_recall_svg(average_precision: dict) -> str:
+    """The precision-recall curves (IoU 0.50 and averaged over 0.50:0.95) as inline SVG."""
+    import io
+
+    from matplotlib.figure import Figure  # no pyplot: leaves QGIS's matplotlib backend alone
+
+    figure = Figure(figsize=(5, 3.6))
+    axes = figure.add_subplot()
+    for key, label in (("pr_curve_50", "IoU 0.50"), ("pr_curve", "IoU 0.50:0.95")):
+        points = average_precision.get(key) or []
+        axes.plot(
+            [p["recall"] for p in points],
+            [np.nan if p["precision"] is None else p["precision"] for p in points],
+            label=label,
+        )
+    axes.set_xlabel("Recall")
+    axes.set_ylabel("Precision")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower left")
+    figure.tight_layout()
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg")
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:

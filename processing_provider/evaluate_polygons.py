@@ -69,6 +69,9 @@ Empty denominators give 0; two empty layers give 1.</p>
 and counted; invalid geometries are repaired (make_valid, structure method) and counted;
 Z and M are dropped. The report lists the counts. Layers without a CRS are evaluated in planar
 units only when both lack one.</p>
+<p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
+0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
+precision-recall curve in the HTML report.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
 reference), unmatched references (FN), a per-field table keyed by the reference id (join it
 to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
@@ -93,6 +96,7 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
     REFERENCE_IGNORE_FIELD = "REFERENCE_IGNORE_FIELD"
     PREDICTED_GROUP_FIELD = "PREDICTED_GROUP_FIELD"
     REFERENCE_GROUP_FIELD = "REFERENCE_GROUP_FIELD"
+    SCORE_FIELD = "SCORE_FIELD"
     TRUE_POSITIVES = "TRUE_POSITIVES"
     FALSE_POSITIVES = "FALSE_POSITIVES"
     FALSE_NEGATIVES = "FALSE_NEGATIVES"
@@ -106,7 +110,7 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
         REFERENCE_IGNORE_FIELD,
         REFERENCE_GROUP_FIELD,
     )
-    PREDICTED_FIELDS = (PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD)
+    PREDICTED_FIELDS = (PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD, SCORE_FIELD)
     DESTINATIONS = (
         TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD, REPORT_JSON, REPORT_HTML
     )
@@ -212,6 +216,13 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                 QgsProcessingParameterNumber.Integer,
                 defaultValue=42,
                 minValue=0,
+            ),
+            QgsProcessingParameterField(
+                self.SCORE_FIELD,
+                self.tr("Score field of the predicted layer (confidence: adds COCO-style AP)"),
+                parentLayerParameterName=self.PREDICTED,
+                type=QgsProcessingParameterField.Numeric,
+                optional=True,
             ),
             QgsProcessingParameterField(
                 self.PREDICTED_CLASS_FIELD,
@@ -425,6 +436,7 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                     reference_groups=column(reference, self.REFERENCE_GROUP_FIELD),
                     predicted_groups=column(predicted, self.PREDICTED_GROUP_FIELD),
                     reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
+                    predicted_scores=column(predicted, self.SCORE_FIELD),
                     progress=_FeedbackProgress(feedback, 20, 75),
                     **options,
                 )
