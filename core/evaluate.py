@@ -13,8 +13,17 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import shapely
 
 from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
+from .boundary import (
+    BOUNDARY_SAMPLE_SPACING_M,
+    centroid_utm_epsg,
+    matched_distances_in_utm,
+    tolerance_lengths_in_utm,
+    utm_epsg_codes,
+    zoned_layer,
+)
 from .crs import (
     check_equal_area,
     check_layer_crs,
@@ -60,6 +69,15 @@ BOOTSTRAP_KEYS = (
     "area_weighted_f1",
     "oversegmentation_mean",
     "undersegmentation_mean",
+    "hausdorff_mean_m",
+    "boundary_distance_mean_m",
+)
+BOOTSTRAP_TOLERANCE_KEYS = (
+    "boundary_precision",
+    "boundary_recall",
+    "boundary_f1",
+    "coverage_within_tolerance",
+    "coverage_within_tolerance_area",
 )
 
 
@@ -114,6 +132,8 @@ def evaluate(
     taxonomy: dict | None = None,
     reference_ignore=None,
     predicted_scores=None,
+    boundary_tolerance_m: float | None = None,
+    boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
@@ -141,6 +161,12 @@ def evaluate(
             |p ∩ r| / |p|, are neither TP nor FP, and they are never FN.
         predicted_scores: confidence per prediction row (None/NaN ranks last); when given,
             COCO-style average precision is added under ``average_precision``.
+        boundary_tolerance_m: tolerance in m for boundary precision/recall/F1 and coverage
+            within tolerance (None: not computed).
+        boundary_sample_spacing_m: Δ in m for the boundary distances of matched pairs (default
+            1 m; None: max(1 m, perimeter / 1000) per boundary). Hausdorff distances are low by
+            at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
+            measured in the WGS 84 / UTM zone of each reference field's centroid.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
 
     Returns:
@@ -159,6 +185,12 @@ def evaluate(
         raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
     bootstrap = _check_non_negative_int(bootstrap, "bootstrap")
     bootstrap_seed = _check_non_negative_int(bootstrap_seed, "bootstrap_seed")
+    if boundary_tolerance_m is not None:
+        boundary_tolerance_m = _check_positive(boundary_tolerance_m, "boundary_tolerance_m")
+    if boundary_sample_spacing_m is not None:
+        boundary_sample_spacing_m = _check_positive(
+            boundary_sample_spacing_m, "boundary_sample_spacing_m"
+        )
     reference = _as_object_array(reference)
     predicted = _as_object_array(predicted)
     n_ref_in, n_pred_in = len(reference), len(predicted)
@@ -223,8 +255,14 @@ def evaluate(
 
     progress.checkpoint(75, "Summarising")
     tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
-    quantities, unassigned = _quantities(ref, pred, tables)
-    metrics = _group_metrics(quantities, unassigned, tables, None)
+    progress.checkpoint(70, "Boundary distances")
+    zones = _boundary_metrics(
+        ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
+        boundary_tolerance_m,
+    )
+    tolerance = boundary_tolerance_m is not None
+    quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
+    metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
     if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
         metrics.update({key: 1.0 for key in RATE_KEYS})
     metrics.update(
@@ -241,8 +279,19 @@ def evaluate(
             "count_predicted_repaired": pred.n_repaired,
             "count_ignore_regions": ignore.n,
             "count_predicted_ignored": int(ignored.sum()),
+            "distance_crs": (
+                "WGS 84 / UTM zone of each polygon's centroid" if ea_crs is not None
+                else "none (planar units)"
+            ),
+            "boundary_sample_spacing_m": boundary_sample_spacing_m,
+            "boundary_sample_spacing_max_m": _finite_max(
+                tables.reference["boundary_sample_spacing_m"]
+            ),
+            "utm_epsg_codes": zones,
         }
     )
+    if tolerance:
+        metrics["boundary_tolerance_m"] = boundary_tolerance_m
     matched_iou = tables.reference["iou"][tables.reference["matched"]]
     metrics.update(_distribution("iou", matched_iou))
     metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
@@ -267,7 +316,7 @@ def evaluate(
             if kind == "per_size_class":
                 entry["lower_ha"] = float(group.edges[code])
                 entry["upper_ha"] = float(group.edges[code + 1])
-            entry.update(_group_metrics(quantities, unassigned, tables, members))
+            entry.update(_group_metrics(quantities, unassigned, tables, members, tolerance))
             metrics[kind][key] = entry
     if ref_group is not None:
         metrics["per_group"] = _counts_by_label(
@@ -292,7 +341,7 @@ def evaluate(
         )
         metrics["bootstrap"] = _bootstrap(
             quantities, unassigned, groups, bootstrap, bootstrap_seed, pool_codes, metrics,
-            progress,
+            tolerance, progress,
         )
 
     parameters = {
@@ -303,6 +352,8 @@ def evaluate(
         "bootstrap": bootstrap,
         "bootstrap_seed": bootstrap_seed,
         "taxonomy": {k: sorted(v) for k, v in ancestors.items()} or None,
+        "boundary_tolerance_m": boundary_tolerance_m,
+        "boundary_sample_spacing_m": boundary_sample_spacing_m,
     }
     progress.checkpoint(100, "Evaluation done")
     return Evaluation(
@@ -394,7 +445,7 @@ def _tables(ref, pred, pairs, matches, ignored, iou_threshold) -> _Tables:
     )
 
 
-def _quantities(ref, pred, tables: _Tables):
+def _quantities(ref, pred, tables: _Tables, tolerance_m):
     """Per-reference quantity matrix (n_ref, len(QUANTITIES)) and the sums of predictions
     that have no home reference (len(QUANTITIES),); see metrics.QUANTITIES."""
     r, p = tables.reference, tables.predicted
@@ -414,6 +465,15 @@ def _quantities(ref, pred, tables: _Tables):
     q[:, Q["us"]] = np.nan_to_num(r["undersegmentation"], nan=0.0)
     q[:, Q["us_defined"]] = np.isfinite(r["undersegmentation"])
     q[:, Q["legacy_overseg"]] = tables.n_above_ref > 1
+    has_distance = matched & np.isfinite(r["boundary_mean_distance_m"])
+    q[:, Q["n_dist"]] = has_distance
+    q[:, Q["hausdorff"]] = np.where(has_distance, r["hausdorff_m"], 0.0)
+    q[:, Q["mean_dist"]] = np.where(has_distance, r["boundary_mean_distance_m"], 0.0)
+    if tolerance_m is not None:
+        q[:, Q["perim_ref"]] = r["perimeter_m"]
+        q[:, Q["within_len_ref"]] = r["boundary_within_tolerance_m"]
+        q[:, Q["within_tol"]] = r["within_tolerance"]
+        q[:, Q["area_within_tol"]] = ref.area_m2 * r["within_tolerance"]
     counted = ~p["ignored"]  # predictions on ignore regions are neither TP nor FP
     home = tables.pred_home
     homed = (home >= 0) & counted
@@ -425,13 +485,15 @@ def _quantities(ref, pred, tables: _Tables):
         "area_pred": pred.area_m2,
         "area_pred_matched": pred.area_m2 * p["matched"],
         "legacy_underseg": (tables.n_above_pred > 1).astype(float),
+        "perim_pred": p.get("perimeter_m", np.zeros(pred.n)),
+        "within_len_pred": p.get("boundary_within_tolerance_m", np.zeros(pred.n)),
     }.items():
         q[:, Q[name]] = np.bincount(home[homed], weights=values[homed], minlength=ref.n)
         unassigned[Q[name]] = values[unhomed].sum()
     return q, unassigned
 
 
-def _group_metrics(quantities, unassigned, tables: _Tables, members) -> dict:
+def _group_metrics(quantities, unassigned, tables: _Tables, members, tolerance) -> dict:
     """Metrics of the reference fields ``members`` (all fields and unassigned predictions
     when None). An empty group has undefined (NaN) rates rather than 0."""
     if members is None:
@@ -441,8 +503,12 @@ def _group_metrics(quantities, unassigned, tables: _Tables, members) -> dict:
     else:
         sums = quantities[members].sum(axis=0)
         empty_rate = np.nan if len(members) == 0 else 0.0
-    metrics = to_builtin(metrics_from_sums(sums, empty_rate=empty_rate))
-    metrics["median_area_ha"] = nan_median(tables.reference["area_ha"][members])
+    metrics = to_builtin(metrics_from_sums(sums, empty_rate=empty_rate, tolerance=tolerance))
+    r = tables.reference
+    matched = members[r["matched"][members]]
+    metrics["median_area_ha"] = nan_median(r["area_ha"][members])
+    metrics["hausdorff_median_m"] = nan_median(r["hausdorff_m"][matched])
+    metrics["boundary_distance_median_m"] = nan_median(r["boundary_mean_distance_m"][matched])
     return metrics
 
 
@@ -495,7 +561,9 @@ def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) 
     return out
 
 
-def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, metrics, progress):
+def _bootstrap(
+    quantities, unassigned, groups, n_resamples, seed, pool_codes, metrics, tolerance, progress
+):
     """Percentile intervals of BOOTSTRAP_KEYS, resampling reference fields (within strata);
     per-group intervals go into the per_stratum / per_size_class entries."""
     targets = [("overall", None, None)] + [
@@ -503,7 +571,8 @@ def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, me
         for kind, group in groups.items()
         for code, key in enumerate(group.keys)
     ]
-    replicates = {(kind, key): np.empty((n_resamples, len(BOOTSTRAP_KEYS))) for kind, key, _ in targets}
+    names = BOOTSTRAP_KEYS + (BOOTSTRAP_TOLERANCE_KEYS if tolerance else ())
+    replicates = {(kind, key): np.empty((n_resamples, len(names))) for kind, key, _ in targets}
     info = {
         "n_resamples": n_resamples,
         "seed": seed,
@@ -528,13 +597,13 @@ def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, me
                 sums = weights @ quantities + unassigned
             else:
                 sums = weights[:, idx] @ quantities[idx]
-            values = metrics_from_sums(sums, empty_rate=np.nan)
+            values = metrics_from_sums(sums, empty_rate=np.nan, tolerance=tolerance)
             replicates[(kind, key)][first:last] = np.column_stack(
-                [values[name] for name in BOOTSTRAP_KEYS]
+                [values[name] for name in names]
             )
     for kind, key, _ in targets:
         ci, undefined = {}, {}
-        for j, name in enumerate(BOOTSTRAP_KEYS):
+        for j, name in enumerate(names):
             ci[name], n_undefined = percentile_interval(replicates[(kind, key)][:, j])
             if n_undefined:
                 undefined[name] = n_undefined
@@ -545,6 +614,57 @@ def _bootstrap(quantities, unassigned, groups, n_resamples, seed, pool_codes, me
             if undefined:
                 metrics[kind][key]["ci_n_undefined"] = undefined
     return info
+
+
+def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) -> list[int]:
+    """Add the boundary columns to the per-reference (and per-prediction) tables; returns the
+    UTM zones used.
+
+    Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
+    both polygons in the reference field's UTM zone; every reference gets perimeter_m and
+    utm_epsg. With a tolerance, both layers get boundary_within_tolerance_m (each polygon in
+    its own zone, against the other layer's boundaries), and references boundary_recall and
+    within_tolerance (matched with a mean boundary distance within the tolerance).
+    Source: agribound seed, "Geometry and coordinate systems" and "With boundary_tolerance_m".
+    """
+    ref_crs, pred_crs, ea_crs = crss
+    r, p = tables.reference, tables.predicted
+    # The seed takes each polygon's zone from its centroid in the equal-area CRS.
+    ref_zoned = zoned_layer(ref.source, ref_crs, centroid_utm_epsg(ref.geometries, ea_crs))
+    pred_zoned = zoned_layer(pred.source, pred_crs, centroid_utm_epsg(pred.geometries, ea_crs))
+    matched = np.flatnonzero(r["matched"])
+    distances = matched_distances_in_utm(
+        ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m
+    )
+    for name, values in (
+        ("hausdorff_m", distances.hausdorff_m),
+        ("boundary_mean_distance_m", distances.mean_distance_m),
+        ("boundary_sample_spacing_m", distances.spacing_m),
+    ):
+        r[name] = np.full(ref.n, np.nan)
+        r[name][matched] = values
+    r["perimeter_m"] = (
+        shapely.length(shapely.boundary(ref_zoned.local)) if ref.n else np.zeros(0)
+    )
+    r["utm_epsg"] = ref_zoned.epsg
+    if tolerance_m is not None:
+        within_ref, perimeter_ref = tolerance_lengths_in_utm(ref_zoned, pred_zoned, tolerance_m)
+        within_pred, perimeter_pred = tolerance_lengths_in_utm(pred_zoned, ref_zoned, tolerance_m)
+        r["perimeter_m"] = perimeter_ref
+        r["boundary_within_tolerance_m"] = within_ref
+        r["boundary_recall"] = ratio(within_ref, perimeter_ref, np.nan)
+        r["within_tolerance"] = r["matched"] & (
+            np.nan_to_num(r["boundary_mean_distance_m"], nan=np.inf) <= tolerance_m
+        )
+        p["perimeter_m"] = perimeter_pred
+        p["boundary_within_tolerance_m"] = within_pred
+    return utm_epsg_codes(ref_zoned, pred_zoned)
+
+
+def _finite_max(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.max()) if len(values) else float("nan")
 
 
 def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar):
@@ -647,6 +767,17 @@ def _check_threshold(value) -> float:
     value = float(value)
     if not (math.isfinite(value) and 0.0 < value <= 1.0):
         raise ValueError(f"iou_threshold must be in (0, 1], got {value!r}")
+    return value
+
+
+def _check_positive(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return value
 
 

@@ -25,11 +25,20 @@ QUANTITIES = (
     "us",
     "us_defined",
     "legacy_overseg",
+    "n_dist",
+    "hausdorff",
+    "mean_dist",
+    "perim_ref",
+    "within_len_ref",
+    "within_tol",
+    "area_within_tol",
     "n_pred",
     "n_pred_matched",
     "area_pred",
     "area_pred_matched",
     "legacy_underseg",
+    "perim_pred",
+    "within_len_pred",
 )
 Q = {name: k for k, name in enumerate(QUANTITIES)}
 
@@ -42,6 +51,11 @@ RATE_KEYS = (
     "area_weighted_precision",
     "area_weighted_recall",
     "area_weighted_f1",
+    "boundary_precision",
+    "boundary_recall",
+    "boundary_f1",
+    "coverage_within_tolerance",
+    "coverage_within_tolerance_area",
 )
 COUNT_KEYS = ("count_predicted", "count_reference", "count_tp", "count_fp", "count_fn")
 
@@ -62,13 +76,17 @@ def f1_score(precision, recall) -> np.ndarray:
     return ratio(2.0 * precision * recall, precision + recall, 0.0)
 
 
-def metrics_from_sums(sums: np.ndarray, empty_rate: float = 0.0) -> dict[str, np.ndarray]:
+def metrics_from_sums(
+    sums: np.ndarray, empty_rate: float = 0.0, tolerance: bool = False
+) -> dict[str, np.ndarray]:
     """Summary metrics from quantity sums.
 
     Args:
         sums: float array, shape (..., len(QUANTITIES)): sums over reference fields (and their
             home predictions) of each quantity in ``QUANTITIES``.
         empty_rate: value of a rate whose denominator is 0 (0.0 for reported metrics).
+        tolerance: add the boundary-tolerance metrics (boundary_precision, boundary_recall,
+            boundary_f1, coverage_within_tolerance and its area-weighted form).
 
     Returns:
         dict of arrays of shape (...). Rates and the 0.1.x keys over_segmentation,
@@ -95,7 +113,7 @@ def metrics_from_sums(sums: np.ndarray, empty_rate: float = 0.0) -> dict[str, np
     recall = rate(tp, n_ref)
     aw_precision = rate(q("area_pred_matched"), q("area_pred"))
     aw_recall = rate(q("area_ref_tp"), q("area_ref"))
-    return {
+    out = {
         "precision": precision,
         "recall": recall,
         "f1": f1_score(precision, recall),
@@ -117,7 +135,22 @@ def metrics_from_sums(sums: np.ndarray, empty_rate: float = 0.0) -> dict[str, np
         "area_error_signed_mean_m2": mean(q("signed_area_err_tp"), tp),
         "oversegmentation_mean": mean(q("os"), n_ref),
         "undersegmentation_mean": mean(q("us"), q("us_defined")),
+        "hausdorff_mean_m": mean(q("hausdorff"), q("n_dist")),
+        "boundary_distance_mean_m": mean(q("mean_dist"), q("n_dist")),
     }
+    if tolerance:
+        boundary_precision = rate(q("within_len_pred"), q("perim_pred"))
+        boundary_recall = rate(q("within_len_ref"), q("perim_ref"))
+        out.update(
+            {
+                "boundary_precision": boundary_precision,
+                "boundary_recall": boundary_recall,
+                "boundary_f1": f1_score(boundary_precision, boundary_recall),
+                "coverage_within_tolerance": rate(q("within_tol"), n_ref),
+                "coverage_within_tolerance_area": rate(q("area_within_tol"), q("area_ref")),
+            }
+        )
+    return out
 
 
 def to_builtin(metrics: dict[str, np.ndarray]) -> dict[str, float | int]:
