@@ -69,6 +69,13 @@ Empty denominators give 0; two empty layers give 1.</p>
 and counted; invalid geometries are repaired (make_valid, structure method) and counted;
 Z and M are dropped. The report lists the counts. Layers without a CRS are evaluated in planar
 units only when both lack one.</p>
+<p><b>Boundaries</b> (in the WGS 84 / UTM zone of each reference field): Hausdorff distance
+and symmetric mean boundary distance of matched pairs, measured to within Δ/2 and Δ/4 of their
+exact values (Δ = boundary sample spacing, 1 m by default). With a <b>boundary tolerance</b>
+t: boundary recall = length of reference boundaries within t of a predicted boundary / total
+reference boundary length (exact, circular-arc buffers), boundary precision likewise for
+predicted boundaries, their F1, and the share of references matched with a mean boundary
+distance ≤ t (coverage within tolerance, also area-weighted).</p>
 <p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
 0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
 precision-recall curve in the HTML report.</p>
@@ -97,6 +104,8 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
     PREDICTED_GROUP_FIELD = "PREDICTED_GROUP_FIELD"
     REFERENCE_GROUP_FIELD = "REFERENCE_GROUP_FIELD"
     SCORE_FIELD = "SCORE_FIELD"
+    BOUNDARY_TOLERANCE = "BOUNDARY_TOLERANCE"
+    BOUNDARY_SAMPLE_SPACING = "BOUNDARY_SAMPLE_SPACING"
     TRUE_POSITIVES = "TRUE_POSITIVES"
     FALSE_POSITIVES = "FALSE_POSITIVES"
     FALSE_NEGATIVES = "FALSE_NEGATIVES"
@@ -202,6 +211,20 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
                 self.tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
                 defaultValue="",
                 optional=True,
+            ),
+            QgsProcessingParameterNumber(
+                self.BOUNDARY_TOLERANCE,
+                self.tr("Boundary tolerance in m for boundary precision/recall (0 = off)"),
+                QgsProcessingParameterNumber.Double,
+                defaultValue=0.0,
+                minValue=0.0,
+            ),
+            QgsProcessingParameterNumber(
+                self.BOUNDARY_SAMPLE_SPACING,
+                self.tr("Boundary sample spacing Δ in m (0 = automatic: perimeter / 1000, ≥ 1 m)"),
+                QgsProcessingParameterNumber.Double,
+                defaultValue=1.0,
+                minValue=0.0,
             ),
             QgsProcessingParameterNumber(
                 self.BOOTSTRAP,
@@ -408,6 +431,13 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
             "bootstrap": self.parameterAsInt(parameters, self.BOOTSTRAP, context),
             "bootstrap_seed": self.parameterAsInt(parameters, self.BOOTSTRAP_SEED, context),
             "taxonomy": taxonomy,
+            # 0 switches the tolerance metrics off and makes the spacing automatic.
+            "boundary_tolerance_m": self.parameterAsDouble(
+                parameters, self.BOUNDARY_TOLERANCE, context
+            ) or None,
+            "boundary_sample_spacing_m": self.parameterAsDouble(
+                parameters, self.BOUNDARY_SAMPLE_SPACING, context
+            ) or None,
         }
 
         feedback.setProgressText(self.tr("Reading layers"))

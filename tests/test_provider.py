@@ -356,3 +356,31 @@ def test_a_taxonomy_that_is_not_a_json_object_is_rejected(ioueval_provider, tmp_
         QgsProcessingContext(),
     )
     assert not ok and "TAXONOMY" in message
+
+
+def test_boundary_tolerance_through_the_algorithm_by_hand(ioueval_provider):
+    # A 100 m square against the same square shifted 3 m east, in UTM 32N (its own zone):
+    # with t = 5 m every boundary point lies within 3 m of the other boundary, so boundary
+    # precision = recall = 1, and the Hausdorff distance is 3 m.
+    x, y = 500_000, 5_300_000
+    reference = polygon_layer("EPSG:32632", [square_wkt(x, y, 100)], "r")
+    predicted = polygon_layer("EPSG:32632", [square_wkt(x + 3, y, 100)], "p")
+    result = run(
+        {"PREDICTED": predicted, "REFERENCE": reference, "BOUNDARY_TOLERANCE": 5.0}
+    )
+    metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
+    assert metrics["boundary_precision"] == pytest.approx(1.0)
+    assert metrics["boundary_recall"] == pytest.approx(1.0)
+    assert metrics["hausdorff_mean_m"] == pytest.approx(3.0, abs=0.5)
+    assert metrics["utm_epsg_codes"] == [32632]
+    # with t = 2 m, reference square [0,100]², prediction [3,103]x[0,100]: the bottom and top
+    # edges are within 2 m for x >= 1 (99 m each; before x = 3 the nearest point is the
+    # prediction's corner or left edge, 3 - x away); the left edge is 3 m away; the right
+    # edge x = 100 crosses the prediction's bottom and top edges, within 2 m for 2 m at each
+    # end. (99 + 99 + 4) / 400, and the same for the prediction by symmetry.
+    result = run(
+        {"PREDICTED": predicted, "REFERENCE": reference, "BOUNDARY_TOLERANCE": 2.0}
+    )
+    metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
+    assert metrics["boundary_recall"] == pytest.approx(202 / 400, rel=1e-6)
+    assert metrics["boundary_precision"] == pytest.approx(202 / 400, rel=1e-6)
