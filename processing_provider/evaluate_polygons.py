@@ -16,7 +16,6 @@ from qgis.core import (
     QgsField,
     QgsFields,
     QgsGeometry,
-    QgsProcessingAlgorithm,
     QgsProcessingException,
     QgsProcessingOutputNumber,
     QgsProcessingParameterCrs,
@@ -27,7 +26,7 @@ from qgis.core import (
     QgsProcessingParameterNumber,
     QgsProcessingUtils,
 )
-from qgis.PyQt.QtCore import QCoreApplication, QVariant
+from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled, Progress, evaluate
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
@@ -35,6 +34,7 @@ from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
 from ..core.report import build_report, render_html, to_json_text, write_atomically
+from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
 from .layers import (
     crs_for_pyproj,
@@ -86,7 +86,10 @@ evaluation.</p>
 """
 
 
-class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
+class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
+    NAME = "evaluatepolygons"
+    DISPLAY_NAME = "Evaluate polygons (IoU matching)"
+    HELP = HELP
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     REFERENCE_ID_FIELD = "REFERENCE_ID_FIELD"
@@ -132,27 +135,6 @@ class EvaluatePolygonsAlgorithm(QgsProcessingAlgorithm):
         "COUNT_FP": ("count_fp", "False positives"),
         "COUNT_FN": ("count_fn", "False negatives"),
     }
-
-    def name(self):
-        return "evaluatepolygons"
-
-    def displayName(self):  # noqa: N802
-        return self.tr("Evaluate polygons (IoU matching)")
-
-    def group(self):
-        return self.tr("Object-level evaluation")
-
-    def groupId(self):  # noqa: N802
-        return "objectlevel"
-
-    def shortHelpString(self):  # noqa: N802
-        return self.tr(HELP)
-
-    def tr(self, text):
-        return QCoreApplication.translate("EvaluatePolygonsAlgorithm", text)
-
-    def createInstance(self):  # noqa: N802
-        return EvaluatePolygonsAlgorithm()
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.addParameter(

@@ -7,7 +7,6 @@ from qgis.core import (
     QgsFeatureRequest,
     QgsField,
     QgsFields,
-    QgsProcessingAlgorithm,
     QgsProcessingException,
     QgsProcessingParameterCrs,
     QgsProcessingParameterFeatureSink,
@@ -16,10 +15,11 @@ from qgis.core import (
     QgsProcessingParameterString,
     QgsProcessingUtils,
 )
-from qgis.PyQt.QtCore import QCoreApplication, QVariant
+from qgis.PyQt.QtCore import QVariant
 
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pixels import pixels_per_field
+from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .layers import crs_for_pyproj, forward_core_log, read_source, to_qgis_value
 
@@ -34,33 +34,15 @@ pixels_per_field.</p>
 """
 
 
-class PixelsPerFieldAlgorithm(QgsProcessingAlgorithm):
+class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
+    NAME = "pixelsperfield"
+    DISPLAY_NAME = "Pixels per field"
+    HELP = HELP
     INPUT = "INPUT"
     GSD = "GSD"
     FIELD_NAME = "FIELD_NAME"
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
     OUTPUT = "OUTPUT"
-
-    def name(self):
-        return "pixelsperfield"
-
-    def displayName(self):  # noqa: N802
-        return self.tr("Pixels per field")
-
-    def group(self):
-        return self.tr("Object-level evaluation")
-
-    def groupId(self):  # noqa: N802
-        return "objectlevel"
-
-    def shortHelpString(self):  # noqa: N802
-        return self.tr(HELP)
-
-    def tr(self, text):
-        return QCoreApplication.translate("PixelsPerFieldAlgorithm", text)
-
-    def createInstance(self):  # noqa: N802
-        return PixelsPerFieldAlgorithm()
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.addParameter(
