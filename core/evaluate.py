@@ -57,6 +57,10 @@ from .progress import Progress
 
 logger = logging.getLogger(__name__)
 
+#: Half the equator in metres: a polygon wider than this in the equal-area CRS has been cut
+#: at the antimeridian.
+_HALF_WORLD_M = 20_037_508.0
+
 #: Metrics that get bootstrap intervals (the agribound seed's set).
 BOOTSTRAP_KEYS = (
     "precision",
@@ -629,9 +633,8 @@ def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) 
     """
     ref_crs, pred_crs, ea_crs = crss
     r, p = tables.reference, tables.predicted
-    # The seed takes each polygon's zone from its centroid in the equal-area CRS.
-    ref_zoned = zoned_layer(ref.source, ref_crs, centroid_utm_epsg(ref.geometries, ea_crs))
-    pred_zoned = zoned_layer(pred.source, pred_crs, centroid_utm_epsg(pred.geometries, ea_crs))
+    ref_zoned = zoned_layer(ref.source, ref_crs, _zones(ref, ea_crs))
+    pred_zoned = zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs))
     matched = np.flatnonzero(r["matched"])
     distances = matched_distances_in_utm(
         ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m
@@ -659,6 +662,20 @@ def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) 
         p["perimeter_m"] = perimeter_pred
         p["boundary_within_tolerance_m"] = within_pred
     return utm_epsg_codes(ref_zoned, pred_zoned)
+
+
+def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
+    """UTM zone (EPSG) of each polygon: from its centroid in the equal-area CRS, as the seed
+    does; a polygon cut at the antimeridian (parts at both ends of the world there) takes the
+    zone of its centroid in its own, continuous, source coordinates instead."""
+    zones = centroid_utm_epsg(layer.geometries, ea_crs)
+    if ea_crs is None or layer.n == 0:
+        return zones
+    xmin, _, xmax, _ = shapely.bounds(layer.geometries).T
+    cut = np.flatnonzero(xmax - xmin > _HALF_WORLD_M)
+    if len(cut):
+        zones[cut] = centroid_utm_epsg(layer.source[cut], layer.crs)
+    return zones
 
 
 def _finite_max(values) -> float:
