@@ -59,7 +59,10 @@ _MAX_CELLS_PER_SIDE = 64
 #: candidates are discarded (discarding fewer candidates is always safe).
 _SLACK = 1e-9
 
-#: Cell size of a pair's grid (and longest piece), as a multiple of its mean segment length.
+#: Segments shorter than this fraction of their pair's (or layer's) extent are dropped.
+_TINY = 1e-12
+
+#: Cell size of a pair's grid, as a multiple of the pair's mean segment length.
 _CELL_FACTOR = 2.0
 
 #: Longest piece, as a multiple of the pair's mean segment length (and at least a cell).
@@ -76,8 +79,11 @@ _EXACT_MAX_ROWS = 6
 #: and for two distance functions to count as equal on an interval.
 _ROOT_SLACK = 1e-9
 
+#: A grid has at most this many cells along an axis (keys stay well inside int64).
+_MAX_CELLS_PER_AXIS = 1 << 24
+
 #: Query pieces of the tolerance computation are processed this many at a time.
-_TOLERANCE_CHUNK = 250_000
+_TOLERANCE_CHUNK = 100_000
 
 
 # ---------------------------------------------------------------------------
@@ -413,18 +419,31 @@ def pair_boundary_distances(
     Error bounds (the seed's, for its sampling at spacing Δ): the returned Hausdorff distance
     is at most Δ/2 below the exact one and not above it (beyond rounding); the returned mean
     is within Δ/4 of the exact one. Δ of a pair is the larger of its two boundaries' spacings
-    (``sample_spacing``). The bounds are met adaptively, without sampling: each boundary is
-    cut into pieces, and on each piece the distance to the other boundary is the minimum of
-    the distances to a few candidate segments (all others are provably farther). Where one
-    function remains, the distance is convex along the piece: its maximum is at an end and its
-    integral has a closed form, so straight runs are exact. Elsewhere the piece's integral and
-    maximum are bracketed (convexity: chords above, tangents below; 1-Lipschitz bounds), and
-    the piece is halved until the brackets meet the bounds, which holds by the time it is no
-    longer than Δ.
+    (``sample_spacing``). The bounds are met without sampling, and the work does not grow with
+    the boundary length in metres:
+
+    - each boundary is cut into pieces (its segments, long ones split), and a grid search
+      finds, for each piece, the segments of the other boundary within U of it, U an upper
+      bound of the distance on the piece; no other segment can be nearest anywhere on it, so
+      the distance there is min_t f_t, f_t the distance to candidate t;
+    - with one candidate function left (after dropping end-vertex candidates that a
+      neighbouring segment undercuts), f_t is convex along the piece: the maximum is at an end
+      and the integral has a closed form (pieces of the distance to a point and of
+      |linear|), so straight runs are exact;
+    - with a few, the piece is cut where two of them cross (f_t² is piecewise quadratic in the
+      position, so crossings are roots of quadratics) and each part is done as above: exact;
+    - with more (rare), the integral and maximum are bracketed (chords above and tangents
+      below each convex f_t, 1-Lipschitz bounds) and the piece halved until the brackets are
+      within Δ/2 per unit length and Δ/2 of the largest lower bound of the Hausdorff distance,
+      which holds at the latest once the piece is no longer than Δ (1-Lipschitz).
+
+    So the results are exact up to rounding except on such pieces, where they stay within the
+    bounds; the Hausdorff distance is the largest value of the distance actually attained.
 
     Args:
-        reference, predicted: object arrays, shape (n_pairs,), of polygonal geometries (None
-            allowed); each pair in one common metric (or planar) CRS.
+        reference, predicted: object arrays, shape (n_pairs,), of polygonal geometries (their
+            boundaries are measured; linear geometries are measured as the curves themselves;
+            None allowed); each pair in one common metric (or planar) CRS.
         spacing_m: Δ in CRS units (metres), > 0, or None for automatic
             ``max(1 m, perimeter / 1000)`` per boundary.
 
@@ -470,13 +489,7 @@ def pair_boundary_distances(
             seg_r.take(lo, hi), seg_p.take(lo, hi), delta[lo:hi]
         )
 
-    chunks = _chunks(cost, _CHUNK_SEGMENTS)
-    if len(chunks) > 1 and _WORKERS > 1:
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            list(pool.map(run, chunks))
-    else:
-        for chunk in chunks:
-            run(chunk)
+    _run_chunks(run, _chunks(cost, _CHUNK_SEGMENTS))
     hausdorff[ok] = hmax[ok]
     mean[ok] = integral[ok] / (len_r[ok] + len_p[ok])
     spacing[ok] = delta[ok]
@@ -573,13 +586,21 @@ def _pair_distances(
     extent = np.column_stack([hi_x - lo_x, hi_y - lo_y])
     size = extent.max(axis=1)
     diag = hypot(extent[:, 0], extent[:, 1])
+    nxt = np.r_[seg_r.next, seg_p.next + n_r]
+    prv = np.r_[seg_r.prev, seg_p.prev + n_r]
     seg_len = hypot(x1 - x0, y1 - y0)
+    # Segments shorter than 1e-12 of the pair's extent (distinct vertices that the frame's
+    # rounding merges, or subnormal coordinates) are dropped; their neighbours are linked.
+    short = seg_len <= _TINY * size[owner]
+    if short.any():
+        x0, y0, x1, y1, owner, side, nxt, prv, seg_len = _drop_short(
+            short, x0, y0, x1, y1, owner, side, nxt, prv, seg_len
+        )
     n_segs = np.bincount(owner, minlength=n)
     mean_len = np.bincount(owner, weights=seg_len, minlength=n) / np.maximum(n_segs, 1)
     cell = np.maximum(_CELL_FACTOR * mean_len, size / _MAX_CELLS_PER_SIDE)
     cell = np.where(cell > 0, cell, 1.0)
-    bounds = _Boundaries(x0, y0, x1, y1, np.r_[seg_r.next, seg_p.next + n_r],
-                         np.r_[seg_r.prev, seg_p.prev + n_r], _SLACK * size + 1e-300)
+    bounds = _Boundaries(x0, y0, x1, y1, nxt, prv, _SLACK * size + 1e-300)
 
     # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones.
     grid = SegmentGrid(x0, y0, x1, y1, 2 * owner + side, np.repeat(cell, 2),
@@ -592,6 +613,25 @@ def _pair_distances(
     query_group = 2 * pieces.pair + 1 - side[parent[order]]
     rows, kept = _initial_candidates(grid, bounds, pieces, query_group, cell, diag)
     return _refine(bounds, pieces[kept], rows, delta, n)
+
+
+def _drop_short(short, x0, y0, x1, y1, owner, side, nxt, prv, seg_len):
+    """Remove the segments marked ``short``; the links of the others skip over them (a chain
+    of short segments ends within its ring, so at most the ring's length of hops)."""
+    keep = ~short
+    new_index = np.cumsum(keep) - 1
+
+    def relink(full):
+        links = full[keep]
+        while True:
+            hop = np.flatnonzero((links >= 0) & short[np.maximum(links, 0)])
+            if len(hop) == 0:
+                return np.where(links >= 0, new_index[np.maximum(links, 0)], -1)
+            links[hop] = full[links[hop]]  # follow the short segment's own link
+
+    new_next, new_prev = relink(nxt), relink(prv)
+    return (x0[keep], y0[keep], x1[keep], y1[keep], owner[keep], side[keep], new_next,
+            new_prev, seg_len[keep])
 
 
 def _least(values, owner, n):
@@ -1086,30 +1126,65 @@ def boundary_within_tolerance(
     bx0, by0, bx1, by1 = b.x0[near] - lo_x, b.y0[near] - lo_y, b.x1[near] - lo_x, b.y1[near] - lo_y
     extent = np.array([[hi_x - lo_x, hi_y - lo_y]])
     b_len = hypot(bx1 - bx0, by1 - by0)
-    n_cells = len(bx0) + seg_a.n
-    cell = max(2.0 * tol, float(np.mean(b_len)), float(extent.max()) / math.sqrt(16 * n_cells))
+    long_enough = b_len > _TINY * extent.max()  # shorter ones are covered by their neighbours
+    bx0, by0, bx1, by1, b_len = (v[long_enough] for v in (bx0, by0, bx1, by1, b_len))
+    if len(bx0) == 0:
+        return within, perimeter
+    cell = max(2.0 * tol, float(np.mean(b_len)), float(extent.max()) / _MAX_CELLS_PER_AXIS)
     grid = SegmentGrid(bx0, by0, bx1, by1, np.zeros(len(bx0), np.int64), np.array([cell]),
                        np.zeros((1, 2)), extent)
     qx0, qy0, qx1, qy1, parent, _ = split_segments(
         seg_a.x0 - lo_x, seg_a.y0 - lo_y, seg_a.x1 - lo_x, seg_a.y1 - lo_y, np.full(seg_a.n, cell)
     )
+    # Query in cell order, for local memory access in the grid; pieces of no length cover none.
+    order = np.argsort(grid.cell_key(qx0, qy0, np.zeros(len(qx0), np.int64)), kind="stable")
+    order = order[hypot(qx1 - qx0, qy1 - qy0)[order] > 0]
+    qx0, qy0, qx1, qy1, parent = qx0[order], qy0[order], qx1[order], qy1[order], parent[order]
     covered = np.zeros(len(qx0))
-    for s in range(0, len(qx0), _TOLERANCE_CHUNK):
-        e = min(s + _TOLERANCE_CHUNK, len(qx0))
-        px, py, qx, qy = qx0[s:e], qy0[s:e], qx1[s:e], qy1[s:e]
-        qi, seg = grid.query(np.minimum(px, qx) - tol, np.minimum(py, qy) - tol,
-                             np.maximum(px, qx) + tol, np.maximum(py, qy) + tol,
-                             np.zeros(e - s, np.int64))
-        if len(qi) == 0:
-            continue
-        length = hypot(qx - px, qy - py)
-        ux, uy = (qx - px) / length, (qy - py) / length
-        frame = segment_frame(px[qi], py[qi], ux[qi], uy[qi], bx0[seg], by0[seg], bx1[seg],
-                              by1[seg])
-        lo, hi = frame_capsule(*frame, length[qi], tol)
-        covered[s:e] = union_length(qi, lo, hi, e - s)
+
+    def run(start: int) -> None:
+        stop = min(start + _TOLERANCE_CHUNK, len(qx0))
+        covered[start:stop] = _covered_length(
+            grid, qx0[start:stop], qy0[start:stop], qx1[start:stop], qy1[start:stop],
+            bx0, by0, bx1, by1, tol,
+        )
+
+    _run_chunks(run, range(0, len(qx0), _TOLERANCE_CHUNK))
     within = np.bincount(seg_a.owner[parent], weights=covered, minlength=n)
     return np.minimum(within, perimeter), perimeter
+
+
+def _covered_length(grid, px, py, qx, qy, bx0, by0, bx1, by1, tol) -> np.ndarray:
+    """Length of each piece [p, q] within ``tol`` of the grid's segments (b0, b1)."""
+    zero = np.zeros(len(px), np.int64)
+    qi, seg = grid.query(np.minimum(px, qx) - tol, np.minimum(py, qy) - tol,
+                         np.maximum(px, qx) + tol, np.maximum(py, qy) + tol, zero)
+    ax, ay, bx, by = bx0[seg], by0[seg], bx1[seg], by1[seg]
+    near = (
+        (np.minimum(ax, bx) <= np.maximum(px, qx)[qi] + tol)
+        & (np.maximum(ax, bx) >= np.minimum(px, qx)[qi] - tol)
+        & (np.minimum(ay, by) <= np.maximum(py, qy)[qi] + tol)
+        & (np.maximum(ay, by) >= np.minimum(py, qy)[qi] - tol)
+    )
+    qi, ax, ay, bx, by = qi[near], ax[near], ay[near], bx[near], by[near]
+    if len(qi) == 0:
+        return np.zeros(len(px))
+    length = hypot(qx - px, qy - py)
+    ux, uy = (qx - px) / length, (qy - py) / length
+    frame = segment_frame(px[qi], py[qi], ux[qi], uy[qi], ax, ay, bx, by)
+    lo, hi = frame_capsule(*frame, length[qi], tol)
+    return union_length(qi, lo, hi, length)
+
+
+def _run_chunks(run, chunks) -> None:
+    """Call ``run`` on each chunk, on ``_WORKERS`` threads when there are several chunks."""
+    chunks = list(chunks)
+    if len(chunks) > 1 and _WORKERS > 1:
+        with ThreadPoolExecutor(_WORKERS) as pool:
+            list(pool.map(run, chunks))
+    else:
+        for chunk in chunks:
+            run(chunk)
 
 
 def _positive_float(value, name: str) -> float:

@@ -248,6 +248,11 @@ class SegmentGrid:
         else:
             self.sorted_key = key[self.order]
 
+    def cell_key(self, x, y, group) -> np.ndarray:
+        """Key of the cell holding each point (x, y) of the given group: sorting queries by it
+        keeps the grid's memory accesses local."""
+        return self.base[group] + self._row(y, group) * self.ncol[group] + self._column(x, group)
+
     def _column(self, x, group, shift=0):
         ix = np.floor((x - self.ox[group]) / self.cell[group]) - shift
         return np.minimum(np.maximum(ix, 0), self.ncol[group] - 1).astype(np.int64)
@@ -454,17 +459,25 @@ def quadratic_roots(a, b, c):
     return r1, r2
 
 
-def union_length(group: np.ndarray, start: np.ndarray, stop: np.ndarray, n: int) -> np.ndarray:
-    """Length of the union of the intervals [start, stop] of each group id in 0..n-1.
+def union_length(group: np.ndarray, start: np.ndarray, stop: np.ndarray, span: np.ndarray):
+    """Length of the union of the intervals [start, stop] of each group.
 
     Args:
-        group: int64 array, shape (k,); start, stop: float arrays, shape (k,).
+        group: int64 array, shape (k,), ids in 0..n-1; start, stop: float arrays, shape (k,),
+            within [0, span[group]].
+        span: float array, shape (n,), > 0.
+    Returns:
+        float array, shape (n,).
     """
+    n = len(span)
     keep = stop > start
     group, start, stop = group[keep], start[keep], stop[keep]
     if len(group) == 0:
         return np.zeros(n)
-    order = np.lexsort((start, group))
+    # By group, then start: the key keeps groups apart (fractions below 1/2); starts closer
+    # than its resolution may swap, which the sweep below tolerates (it adds what lies beyond
+    # the furthest stop seen, whatever the order within such a tie).
+    order = np.argsort(group + 0.5 * (start / span[group]))
     group, start, stop = group[order], start[order], stop[order]
     # Sweep each group by increasing start: an interval adds what lies beyond the furthest
     # stop before it in its group.
