@@ -52,7 +52,7 @@ from .metrics import (
     to_builtin,
 )
 from .overlap import OverlapPairs, overlap_pairs
-from .prepare import PreparedLayer, prepare_layer
+from .prepare import PreparedLayer, geometry_array, prepare_layer
 from .progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -179,6 +179,7 @@ def evaluate(
     Raises:
         ValueError: a parameter out of range (its name is in the message), a CRS that is not
             one, exactly one of the layers without a CRS, or per-row arrays of the wrong length.
+        TypeError: a layer given as a single geometry or a non-sequence.
 
     Source: agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt); groups,
     classes and ignore regions beyond it as documented above.
@@ -195,8 +196,8 @@ def evaluate(
         boundary_sample_spacing_m = _check_positive(
             boundary_sample_spacing_m, "boundary_sample_spacing_m"
         )
-    reference = _as_object_array(reference)
-    predicted = _as_object_array(predicted)
+    reference = geometry_array(reference, "reference")
+    predicted = geometry_array(predicted, "predicted")
     n_ref_in, n_pred_in = len(reference), len(predicted)
     strata = _per_row(strata, n_ref_in, "strata")
     reference_ignore = _per_row(reference_ignore, n_ref_in, "reference_ignore")
@@ -756,12 +757,6 @@ def _subset(pairs: OverlapPairs, mask: np.ndarray) -> OverlapPairs:
     return OverlapPairs(
         pairs.reference[mask], pairs.predicted[mask], pairs.intersection_m2[mask], pairs.iou[mask]
     )
-
-
-def _as_object_array(geometries) -> np.ndarray:
-    out = np.empty(len(geometries), dtype=object)
-    out[:] = list(geometries)
-    return out
 
 
 def _per_row(values, n: int, name: str):

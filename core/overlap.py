@@ -10,8 +10,15 @@ import shapely
 
 logger = logging.getLogger(__name__)
 
-#: Grid (in CRS units: 1 mm in metres) for the rare overlay GEOS cannot node exactly.
-_FALLBACK_GRID_SIZE = 1e-3
+#: Ratios of areas (IoU, Dice, GIoU, DIoU) are rounded to this many significant digits.
+#: Coordinates written in decimal are not exact in binary, so an IoU that is exactly 1/2 in
+#: the coordinates as written (boxes (0, 0.6, 0.4, 0.8) and (0, 0.6, 0.4, 0.7)) computes as
+#: 0.4999999999999997; rounding restores 0.5 and moves no ratio by more than 5e-14 of itself.
+RATIO_SIGNIFICANT_DIGITS = 13
+
+#: The grid for the rare overlay GEOS cannot node exactly, relative to the largest coordinate
+#: of the pair: 1e-12 of it (10 µm at 10,000 km from the origin of a metric CRS).
+_FALLBACK_GRID_RELATIVE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,7 @@ class OverlapPairs:
         reference: int64 positions into the prepared reference layer.
         predicted: int64 positions into the prepared predicted layer.
         intersection_m2: intersection areas, > 0, in the equal-area CRS.
-        iou: |r ∩ p| / |r ∪ p|, in (0, 1].
+        iou: |r ∩ p| / |r ∪ p|, in (0, 1], rounded by ``round_ratio``.
     """
 
     reference: np.ndarray
@@ -53,9 +60,9 @@ def overlap_pairs(
 
     Args:
         reference: object array, shape (n_ref,), valid polygonal geometries.
-        reference_area_m2: float array, shape (n_ref,), their areas.
+        reference_area_m2: float array, shape (n_ref,), their areas, > 0.
         predicted: object array, shape (n_pred,), valid polygonal geometries, same CRS.
-        predicted_area_m2: float array, shape (n_pred,).
+        predicted_area_m2: float array, shape (n_pred,), > 0.
 
     Returns:
         OverlapPairs; pairs that only touch (zero-area intersection) are not included.
@@ -71,30 +78,114 @@ def overlap_pairs(
     inter = intersection_area(reference[ref_idx], predicted[pred_idx])
     positive = inter > 0
     ref_idx, pred_idx, inter = ref_idx[positive], pred_idx[positive], inter[positive]
-    union = reference_area_m2[ref_idx] + predicted_area_m2[pred_idx] - inter
-    iou = np.clip(inter / union, 0.0, 1.0)
+    iou = iou_from_areas(inter, reference_area_m2[ref_idx], predicted_area_m2[pred_idx])
     return OverlapPairs(ref_idx, pred_idx, inter, iou)
+
+
+def iou_from_areas(intersection, area_a, area_b, zero_division: float = 0.0) -> np.ndarray:
+    """IoU = |a ∩ b| / (|a| + |b| - |a ∩ b|), clamped to [0, 1] and rounded (``round_ratio``).
+
+    Float arrays of one shape (n,) in, float array (n,) out; ``zero_division`` where the union
+    is 0 (both areas 0). The clamp absorbs an intersection that overlay arithmetic puts a few
+    ulps above an area (../shared/seeds/spatial_iou_guide.txt, "Floating-point overshoot").
+    """
+    intersection = np.asarray(intersection, dtype=float)
+    union = np.asarray(area_a, dtype=float) + np.asarray(area_b, dtype=float) - intersection
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.clip(intersection / union, 0.0, 1.0)
+    return np.where(union > 0, round_ratio(iou), zero_division)
+
+
+def round_ratio(values) -> np.ndarray:
+    """Round to ``RATIO_SIGNIFICANT_DIGITS`` significant digits; 0, NaN and ±inf unchanged.
+
+    Float array in, float array of the same shape out. Values below 1e-10 in magnitude are
+    left as they are (their rounding scale would not be an exact power of ten).
+    """
+    x = np.array(values, dtype=float)
+    magnitude = np.abs(x)
+    ok = np.isfinite(x) & (magnitude >= 1e-10)
+    decimals = RATIO_SIGNIFICANT_DIGITS - 1 - np.floor(np.log10(magnitude[ok]))
+    scale = 10.0 ** decimals  # exact: decimals <= 22
+    x[ok] = np.round(x[ok] * scale) / scale
+    return x
 
 
 def intersection_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Area of ``a[k] ∩ b[k]`` for each k; object arrays of equal shape (n,) → float (n,).
 
+    Identical geometries (same coordinates in the same order) give their own area exactly.
+
     A pair GEOS cannot overlay exactly (a TopologyException on nearly coincident edges) is
-    recomputed on a 1 mm precision grid rather than aborting the run.
+    recomputed on a precision grid of 1e-12 of its largest coordinate rather than aborting the
+    run; a pair that fails even then is scored as no overlap (area 0) and logged, as the
+    spatial IoU guide does.
     """
+    a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     if len(a) == 0:
         return np.zeros(0)
+    # A geometry's overlay with itself is itself: take its area rather than the overlay's,
+    # which for a thin polygon can differ in the 12th digit.
+    same = shapely.equals_exact(a, b, tolerance=0.0)
+    if same.any():
+        out = shapely.area(a)
+        differ = ~same
+        out[differ] = intersection_area(a[differ], b[differ])
+        return out
+    # GEOS's overlay is not exactly symmetric in its operands (thin shapes differ in the 11th
+    # digit): put each pair in a canonical order so that swapping them changes nothing.
+    swap = _ordered_after(a, b)
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
     try:
-        return shapely.area(shapely.intersection(a, b))
+        # GEOS's arithmetic raises floating-point flags ("invalid" on disjoint pairs, "divide"
+        # on degenerate segments) that numpy would turn into warnings: they are not errors.
+        with np.errstate(all="ignore"):
+            return shapely.area(shapely.intersection(a, b))
     except shapely.errors.GEOSException:
         pass
     out = np.empty(len(a))
     n_snapped = 0
-    for k in range(len(a)):
+    for k in range(len(a)):  # only after the vectorised call failed
         try:
-            out[k] = shapely.area(shapely.intersection(a[k], b[k]))
+            with np.errstate(all="ignore"):
+                out[k] = shapely.area(shapely.intersection(a[k], b[k]))
+            continue
         except shapely.errors.GEOSException:
-            out[k] = shapely.area(shapely.intersection(a[k], b[k], grid_size=_FALLBACK_GRID_SIZE))
+            pass
+        try:
+            grid = _fallback_grid(a[k], b[k])
+            with np.errstate(all="ignore"):
+                out[k] = shapely.area(shapely.intersection(a[k], b[k], grid_size=grid))
             n_snapped += 1
-    logger.warning("%d intersections were computed on a 1 mm precision grid", n_snapped)
+        except shapely.errors.GEOSException as exc:
+            logger.warning("an intersection failed and is scored as no overlap: %s", exc)
+            out[k] = 0.0
+    if n_snapped:
+        logger.warning("%d intersections were computed on a precision grid", n_snapped)
     return out
+
+
+def _ordered_after(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Boolean mask, shape (n,): ``a[k]`` comes after ``b[k]`` in the order of (area, bounds,
+    centroid) compared lexicographically, ties (the same ring from another vertex, say)
+    broken by their WKB."""
+    def key(g):  # NaN for empty or missing geometries, which then keep their order
+        centroid_xy = shapely.bounds(shapely.centroid(g))[:, :2]
+        return np.column_stack([shapely.area(g), shapely.bounds(g), centroid_xy])
+
+    key_a, key_b = key(a), key(b)
+    differ = key_a != key_b
+    first = np.argmax(differ, axis=1)
+    rows = np.arange(len(a))
+    after = differ.any(axis=1) & (key_a[rows, first] > key_b[rows, first])
+    tie = np.flatnonzero(~differ.any(axis=1))
+    if len(tie):
+        after[tie] = shapely.to_wkb(a[tie]) > shapely.to_wkb(b[tie])
+    return after
+
+
+def _fallback_grid(a, b) -> float:
+    """A power of ten near 1e-12 of the largest absolute coordinate of ``a`` and ``b``."""
+    bounds = np.abs(np.concatenate([shapely.bounds(a), shapely.bounds(b)]))
+    largest = float(np.nanmax(bounds)) if np.isfinite(bounds).any() else 1.0
+    return 10.0 ** np.ceil(np.log10(max(largest, 1e-300) * _FALLBACK_GRID_RELATIVE))

@@ -3,18 +3,29 @@
 Order of operations follows ../shared/seeds/spatial_iou_guide.txt and the agribound seed:
 repair in the source CRS first, then split edges into pieces of at most 50 m, then reproject to
 the equal-area CRS (and repair again, since reprojection can fold a ring), then drop zero areas.
+
+Reprojection passes through longitude/latitude on the equal-area CRS's own datum, where rings
+that cross the antimeridian (±180°) are made continuous and cut there, so that a field on the
+Fiji or Chukotka side of 180° has its true area (the agribound seed left such layers unsupported).
+Nothing is counted for it: such a polygon is not wrong. The same step handles polygons that
+contain a pole: in longitude/latitude their ring winds once round it, and is closed through the
+pole before the cut (a polar stereographic square round the South Pole gets its geodesic area).
+A ring drawn in longitude/latitude round a pole encloses the pole nearer its mean latitude; a
+cap drawn flat, box(-180, 80, 180, 90), is read as drawn. Not handled: a boundary through the
+pole itself, and edges spanning more than half the world's longitudes (read the short way).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyproj
 import shapely
 
-from .crs import densify_step, to_crs
+from .crs import crs_label, densify_step, resolve_crs, to_crs
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +33,21 @@ logger = logging.getLogger(__name__)
 POLYGON = 3
 MULTIPOLYGON = 6
 COLLECTION = 7
+
+#: A polygon thinner on average than this fraction of its largest coordinate has collapsed
+#: (1e-12 is GEOS's own snapping tolerance for robust overlay: 10 µm at 10,000 km).
+SLIVER_RELATIVE_WIDTH = 1e-12
+
+#: make_valid passes before an invalid result's parts are merged outright.
+_REPAIR_PASSES = 2
+
+#: Why a row is not evaluated, in the order the checks run; "" marks an evaluated row.
+#: null: None or not a shapely geometry; empty: an empty geometry; not_polygonal: a point,
+#: line or collection without polygons; non_finite: a NaN or infinite coordinate; zero_area:
+#: no positive finite area once repaired (collapsed slivers, zero-width boxes, polygons
+#: thinner than ``SLIVER_RELATIVE_WIDTH`` of their coordinates);
+#: not_projectable: coordinates the transformation to the equal-area CRS cannot map.
+DROP_REASONS = ("null", "empty", "not_polygonal", "non_finite", "zero_area", "not_projectable")
 
 
 @dataclass(frozen=True)
@@ -32,13 +58,20 @@ class PreparedLayer:
         name: "reference" or "predicted", used in messages.
         keep: int64 array, shape (n,): position in the input of each evaluated row.
         source: object array, shape (n,): repaired polygonal geometries in the source CRS, 2D.
+            In a geographic CRS, rings that cross the antimeridian are made continuous (a
+            field from 179° to 181° keeps longitudes up to 181° rather than jumping to -179°),
+            so that distances measured from them in a local CRS are right.
         geometries: object array, shape (n,): the same in the equal-area CRS (planar units when
-            the evaluation has no CRS).
+            the evaluation has no CRS); a polygon crossing the antimeridian is cut there into
+            parts that all lie within the CRS's world extent.
         area_m2: float array, shape (n,): areas in the equal-area CRS, all > 0.
         crs: source CRS, or None in planar (pixel) space.
         n_input: number of input rows.
         n_dropped: rows excluded as null, empty, non-polygonal, non-finite or of zero area.
-        n_repaired: evaluated rows whose geometry was invalid and was repaired.
+        n_repaired: evaluated rows whose geometry was invalid and was repaired, or was a
+            GeometryCollection reduced to its polygonal parts.
+        drop_reason: object array of str, shape (n_input,): one of ``DROP_REASONS`` for each
+            dropped input row, "" for an evaluated one.
     """
 
     name: str
@@ -50,10 +83,18 @@ class PreparedLayer:
     n_input: int
     n_dropped: int
     n_repaired: int
+    drop_reason: np.ndarray = field(repr=False)
 
     @property
     def n(self) -> int:
         return len(self.keep)
+
+    @property
+    def n_dropped_by_reason(self) -> dict[str, int]:
+        """Dropped rows per reason, every reason of ``DROP_REASONS`` present (0 if none)."""
+        return {
+            reason: int(np.count_nonzero(self.drop_reason == reason)) for reason in DROP_REASONS
+        }
 
 
 def prepare_layer(
@@ -66,7 +107,9 @@ def prepare_layer(
 
     Args:
         geometries: sequence of shapely geometries or None, shape (n_input,), in ``crs``.
-        crs: the layer's CRS, or None when the evaluation is in planar (pixel) space.
+            Anything else in it (a WKT string, a number) is a data error: dropped as null.
+        crs: the layer's CRS (pyproj CRS or anything it accepts), or None when the evaluation
+            is in planar (pixel) space.
         equal_area_crs: CRS in which areas and IoU are computed (metres), or None for planar.
         name: "reference" or "predicted".
 
@@ -74,30 +117,63 @@ def prepare_layer(
         A PreparedLayer. Null, empty, non-polygonal rows, rows with NaN or infinite coordinates
         and rows of zero area are dropped and counted; invalid geometries are repaired with
         ``make_valid(method="structure", keep_collapsed=False)`` keeping their polygonal parts
-        and counted; Z and M values are dropped.
-    """
-    geoms = np.array(geometries, dtype=object).reshape(-1)
-    n_input = len(geoms)
-    geoms[~_is_geometry(geoms)] = None
-    geoms = _drop_non_finite(geoms)
-    geoms = shapely.force_2d(geoms)
-    geoms, repaired = _repair(geoms)
-    geoms = polygonal_parts(geoms)
-    source = geoms
+        and counted; Z and M values are dropped. Polygons crossing the antimeridian are
+        normalised (not counted: nothing is wrong with them).
 
-    if crs is not None and equal_area_crs is not None and crs != equal_area_crs:
+    Raises:
+        TypeError: ``geometries`` is a single geometry, a string or not iterable.
+        ValueError: a CRS that is not one, or a layer CRS that cannot be transformed to the
+            equal-area CRS at all.
+    """
+    geoms = geometry_array(geometries, name)
+    crs = resolve_crs(crs, f"{name} crs") if not isinstance(crs, pyproj.CRS) else crs
+    if equal_area_crs is not None and not isinstance(equal_area_crs, pyproj.CRS):
+        equal_area_crs = resolve_crs(equal_area_crs, "equal_area_crs")
+    if crs is not None and crs.is_geographic and equal_area_crs is None:
+        raise ValueError(
+            f"The {name} layer is in a geographic CRS ({crs_label(crs)}): give an equal-area "
+            f"CRS, or its areas would be in square degrees"
+        )
+    n_input = len(geoms)
+    reason = np.full(n_input, "", dtype=object)  # "" until a row is dropped
+
+    _drop(geoms, reason, ~shapely.is_geometry(geoms), "null")
+    _drop(geoms, reason, shapely.is_empty(geoms), "empty")
+    type_id = shapely.get_type_id(geoms)
+    polygonal_or_missing = np.isin(type_id, (-1, POLYGON, MULTIPOLYGON, COLLECTION))
+    _drop(geoms, reason, ~polygonal_or_missing, "not_polygonal")
+    _drop(geoms, reason, _has_non_finite(geoms), "non_finite")
+    geoms = shapely.force_2d(geoms)
+
+    reproject = crs is not None and equal_area_crs is not None and crs != equal_area_crs
+    if reproject and crs.is_geographic:
+        # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
+        # the world that repair would "fix" into something else.
+        geoms = unwrap_antimeridian(geoms, _half_turn(crs))
+    geoms, invalid = _repair(geoms)
+    geoms = polygonal_parts(geoms)
+    missing = shapely.is_missing(geoms)
+    no_polygon = missing & (type_id == COLLECTION) & ~invalid
+    _drop(geoms, reason, no_polygon, "not_polygonal")
+    _drop(geoms, reason, missing, "zero_area")  # nothing polygonal left after repair
+    repaired = invalid | (type_id == COLLECTION)
+    source = geoms.copy()
+
+    if reproject:
         step = densify_step(crs)
         dense = shapely.segmentize(geoms, step) if step is not None else geoms
-        geoms = _drop_non_finite(to_crs(dense, crs, equal_area_crs))
+        geoms = _to_equal_area(dense, crs, equal_area_crs, name)
+        _drop(geoms, reason, shapely.is_missing(geoms), "not_projectable")
         geoms, repaired_again = _repair(geoms)
         geoms = polygonal_parts(geoms)
         repaired |= repaired_again
 
     area = np.zeros(n_input)
-    present = ~shapely.is_missing(geoms)
+    present = np.flatnonzero(~shapely.is_missing(geoms))
     area[present] = shapely.area(geoms[present])
-    ok = np.isfinite(area) & (area > 0)
-    keep = np.flatnonzero(ok)
+    area[present[_is_sliver(geoms[present], area[present])]] = 0.0
+    _drop(geoms, reason, ~(np.isfinite(area) & (area > 0)), "zero_area")
+    keep = np.flatnonzero(reason == "")
     layer = PreparedLayer(
         name=name,
         keep=keep,
@@ -107,15 +183,13 @@ def prepare_layer(
         crs=crs,
         n_input=n_input,
         n_dropped=n_input - len(keep),
-        n_repaired=int(np.count_nonzero(repaired & ok)),
+        n_repaired=int(np.count_nonzero(repaired[keep])),
+        drop_reason=reason,
     )
     if layer.n_dropped:
+        counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
         logger.warning(
-            "%d of %d %s rows are null, empty, non-polygonal, non-finite or of zero area "
-            "and are not evaluated",
-            layer.n_dropped,
-            n_input,
-            name,
+            "%d of %d %s rows are not evaluated (%s)", layer.n_dropped, n_input, name, counts
         )
     if layer.n_repaired:
         logger.warning("%d %s geometries were invalid and were repaired", layer.n_repaired, name)
@@ -126,34 +200,272 @@ def polygonal_parts(geoms: np.ndarray) -> np.ndarray:
     """Keep the polygonal parts of each geometry; geometries without any become None.
 
     ``geoms``: object array, shape (n,). A GeometryCollection becomes the union of its polygons
-    and multipolygons (the loop runs only over collections, which only repair produces).
+    and multipolygons (the loop runs only over collections, which are rare: mixed input, or the
+    output of a "linework" repair such as QGIS's Fix geometries).
     """
     out = np.array(geoms, dtype=object, copy=True)
     type_id = shapely.get_type_id(out)
     for k in np.flatnonzero(type_id == COLLECTION):
         parts = shapely.get_parts(out[k])
         polys = parts[np.isin(shapely.get_type_id(parts), (POLYGON, MULTIPOLYGON))]
-        out[k] = shapely.union_all(polys) if len(polys) else None
+        out[k] = _union(polys) if len(polys) else None
     out[~np.isin(type_id, (POLYGON, MULTIPOLYGON, COLLECTION))] = None
     return out
 
 
-def _is_geometry(values: np.ndarray) -> np.ndarray:
-    """True where a value is a non-empty shapely geometry."""
-    is_geom = np.array([isinstance(v, shapely.Geometry) for v in values], dtype=bool)
-    is_geom[is_geom] = ~shapely.is_empty(values[is_geom])
-    return is_geom
+def unwrap_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarray:
+    """Make longitudes continuous along every ring that crosses the antimeridian.
+
+    ``geoms``: object array, shape (n,), of polygonal geometries (or None) with longitude as x,
+    in units where ``half_turn`` is 180°. An edge whose longitudes differ by more than a half
+    turn (and less than a full one) is read as crossing ±180° the short way round (the reading
+    of web maps and of the ``antimeridian`` package; RFC 7946 §3.1.9 asks writers to cut such
+    geometries instead, which needs nothing here): its later vertices are shifted by a full
+    turn, and each hole by the whole turns that bring it next to its shell. A ring that then ends a full turn
+    from where it started encircles a pole: it is closed along the meridians to the pole nearer
+    its mean latitude and back. Geometries with an edge of a full turn or more (such as
+    box(-180, 80, 180, 90), a cap drawn flat) and collections are left as they are.
+
+    Returns a new object array, shape (n,); rows that need no change are the same objects.
+    """
+    out = np.array(geoms, dtype=object, copy=True)
+    coords, index = shapely.get_coordinates(out, return_index=True)
+    dx = np.abs(np.diff(coords[:, 0]))
+    same_row = index[1:] == index[:-1]
+    candidates = np.zeros(len(out), dtype=bool)
+    candidates[index[1:][same_row & (dx > half_turn)]] = True
+    candidates &= np.isin(shapely.get_type_id(out), (POLYGON, MULTIPOLYGON))
+    rows = np.flatnonzero(candidates)
+    if len(rows) == 0:
+        return out
+    out[rows] = _unwrap_polygons(out[rows], half_turn)
+    logger.debug("%d polygons cross the antimeridian", len(rows))
+    return out
+
+
+def split_at_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarray:
+    """Cut polygons with longitudes beyond ±half_turn into parts within [-half_turn, half_turn].
+
+    ``geoms``: object array, shape (n,), polygonal geometries (or None) with continuous
+    longitudes as x (see ``unwrap_antimeridian``). The part of a geometry in the longitude
+    band [(2k - 1)·half_turn, (2k + 1)·half_turn] is shifted by -2k·half_turn; the parts of one
+    row form a MultiPolygon. Returns a new object array, shape (n,).
+    """
+    out = np.array(geoms, dtype=object, copy=True)
+    present = ~shapely.is_missing(out)
+    bounds = np.full((len(out), 4), np.nan)
+    bounds[present] = shapely.bounds(out[present])
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero((bounds[:, 0] < -half_turn) | (bounds[:, 2] > half_turn))
+    if len(rows) == 0:
+        return out
+    turn = 2.0 * half_turn
+    k_low = np.floor((bounds[rows, 0] + half_turn) / turn).astype(np.int64)
+    k_high = np.floor((bounds[rows, 2] + half_turn) / turn).astype(np.int64)
+    n_bands = k_high - k_low + 1
+    band_row = np.repeat(np.arange(len(rows)), n_bands)
+    first_band = np.repeat(np.cumsum(n_bands) - n_bands, n_bands)
+    k = k_low[band_row] + np.arange(len(band_row)) - first_band
+    south = bounds[rows, 1][band_row] - 1.0
+    north = bounds[rows, 3][band_row] + 1.0
+    bands = shapely.box(k * turn - half_turn, south, k * turn + half_turn, north)
+    pieces = _intersection(out[rows][band_row], bands)
+    coords, index = shapely.get_coordinates(pieces, return_index=True)
+    coords[:, 0] -= k[index] * turn
+    pieces = shapely.set_coordinates(pieces, coords)
+    parts, part_band = shapely.get_parts(pieces, return_index=True)
+    polygon = shapely.get_type_id(parts) == POLYGON
+    parts, part_row = parts[polygon], band_row[part_band[polygon]]
+    out[rows] = None
+    if len(parts):
+        has_parts, compact = np.unique(part_row, return_inverse=True)
+        joined = shapely.multipolygons(parts, indices=compact)
+        # A ring closed through a pole is cut along its first meridian too: merge such parts.
+        seam = ~shapely.is_valid(joined)
+        joined[seam] = shapely.make_valid(
+            joined[seam], method="structure", keep_collapsed=False
+        )
+        out[rows[has_parts]] = joined
+    return out
+
+
+def geometry_array(geometries, name: str) -> np.ndarray:
+    """A new object array, shape (n,), holding the given sequence's items (never a view).
+
+    Raises TypeError naming ``name`` for a single geometry, a string or a non-iterable.
+    """
+    if isinstance(geometries, (str, bytes, shapely.Geometry)):
+        raise TypeError(
+            f"{name} geometries must be a sequence of geometries, got a single "
+            f"{type(geometries).__name__}"
+        )
+    if isinstance(geometries, np.ndarray):
+        return np.array(geometries, dtype=object).reshape(-1)
+    try:
+        values = list(geometries)
+    except TypeError:
+        raise TypeError(
+            f"{name} geometries must be a sequence of geometries, got "
+            f"{type(geometries).__name__}"
+        ) from None
+    out = np.array(values, dtype=object)
+    if out.shape != (len(values),):  # nested sequences (coordinates, not geometries)
+        out = np.empty(len(values), dtype=object)
+        for k, value in enumerate(values):
+            out[k] = value
+    return out
+
+
+def _drop(geoms: np.ndarray, reason: np.ndarray, mask: np.ndarray, why: str) -> None:
+    """Record ``why`` for rows in ``mask`` not dropped yet, and set them to None (in place:
+    both arrays are prepare_layer's own)."""
+    new = mask & (reason == "")
+    reason[new] = why
+    geoms[new] = None
+
+
+def _is_sliver(geoms: np.ndarray, area: np.ndarray) -> np.ndarray:
+    """Boolean mask, shape (n,): polygons whose mean width, 2·area / perimeter, is below
+    ``SLIVER_RELATIVE_WIDTH`` of their largest absolute coordinate (below what doubles resolve
+    there, so that even their overlay with themselves comes out empty)."""
+    if len(geoms) == 0:
+        return np.zeros(0, dtype=bool)
+    magnitude = np.abs(shapely.bounds(geoms)).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        width = 2.0 * area / shapely.length(geoms)
+    return width < SLIVER_RELATIVE_WIDTH * magnitude
+
+
+def _has_non_finite(geoms: np.ndarray) -> np.ndarray:
+    """Boolean mask, shape (n,): geometries with a NaN or infinite x or y coordinate."""
+    coords, index = shapely.get_coordinates(geoms, return_index=True)
+    bad = np.zeros(len(geoms), dtype=bool)
+    bad[index[~np.isfinite(coords).all(axis=1)]] = True
+    return bad
 
 
 def _drop_non_finite(geoms: np.ndarray) -> np.ndarray:
     """Replace geometries with any NaN or infinite coordinate by None."""
-    coords, index = shapely.get_coordinates(geoms, return_index=True)
-    bad_rows = np.unique(index[~np.isfinite(coords).all(axis=1)])
-    if len(bad_rows) == 0:
+    bad = _has_non_finite(geoms)
+    if not bad.any():
         return geoms
     out = geoms.copy()
-    out[bad_rows] = None
+    out[bad] = None
     return out
+
+
+def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndarray:
+    """Reproject densified geometries to the equal-area CRS; rows that fail become None.
+
+    Goes through longitude/latitude on the equal-area CRS's datum (the same pipeline PROJ runs
+    for the direct transformation, in two steps), where antimeridian crossings are normalised.
+    Raises ValueError if no transformation between the CRSs exists.
+    """
+    lonlat_crs = equal_area_crs.geodetic_crs
+    try:
+        if lonlat_crs is None:
+            return _drop_non_finite(to_crs(dense, crs, equal_area_crs))
+        lonlat = _drop_non_finite(to_crs(dense, crs, lonlat_crs))
+        half_turn = _half_turn(lonlat_crs)
+        lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
+        return _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+    except pyproj.exceptions.ProjError as exc:
+        raise ValueError(
+            f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
+            f"CRS {crs_label(equal_area_crs)}: {exc}"
+        ) from None
+
+
+def _half_turn(crs: pyproj.CRS) -> float:
+    """180° in the angular unit of a geographic CRS's axes."""
+    axis = crs.axis_info[0]
+    if "degree" in axis.unit_name:
+        return 180.0
+    return math.pi / axis.unit_conversion_factor
+
+
+def _unwrap_polygons(geoms: np.ndarray, half_turn: float) -> np.ndarray:
+    """``unwrap_antimeridian`` on Polygons and MultiPolygons, all rebuilt; vectorised."""
+    turn = 2.0 * half_turn
+    parts, part_row = shapely.get_parts(geoms, return_index=True)
+    nonempty = ~shapely.is_empty(parts)
+    parts, part_row = parts[nonempty], part_row[nonempty]
+    rings, ring_part = shapely.get_rings(parts, return_index=True)
+    coords, coord_ring = shapely.get_coordinates(rings, return_index=True)
+    n_coords = np.bincount(coord_ring, minlength=len(rings))
+    start = np.cumsum(n_coords) - n_coords
+    end = start + n_coords - 1
+
+    dx = np.diff(coords[:, 0])
+    same_ring = coord_ring[1:] == coord_ring[:-1]
+    wide_rows = np.unique(part_row[ring_part[coord_ring[1:][same_ring & (np.abs(dx) >= turn)]]])
+    step = np.where(dx > half_turn, -turn, np.where(dx < -half_turn, turn, 0.0)) * same_ring
+    shift = np.concatenate([[0.0], np.cumsum(step)])
+    shift -= np.repeat(shift[start], n_coords)
+    x = coords[:, 0] + shift
+
+    # Holes: the whole turns that bring each ring's first vertex nearest its shell's.
+    shell = np.flatnonzero(np.r_[True, ring_part[1:] != ring_part[:-1]])
+    shell_of_ring = shell[np.searchsorted(shell, np.arange(len(rings)), side="right") - 1]
+    whole_turns = np.round((x[start] - x[start[shell_of_ring]]) / turn)
+    x -= np.repeat(whole_turns * turn, n_coords)
+    coords = np.column_stack([x, coords[:, 1]])
+
+    # A ring that ends a full turn from its start encircles a pole: close it through the pole.
+    polar = np.abs(x[end] - x[start]) > half_turn
+    if polar.any():
+        mean_y = np.bincount(coord_ring, weights=coords[:, 1]) / n_coords
+        pole = np.where(mean_y[polar] >= 0, 0.5, -0.5) * half_turn
+        extra = np.stack(
+            [
+                np.column_stack([x[end[polar]], pole]),
+                np.column_stack([x[start[polar]], pole]),
+                coords[start[polar]],
+            ],
+            axis=1,
+        ).reshape(-1, 2)
+        at = np.repeat(end[polar] + 1, 3)
+        coords = np.insert(coords, at, extra, axis=0)
+        coord_ring = np.insert(coord_ring, at, np.repeat(np.flatnonzero(polar), 3))
+
+    new_rings = shapely.linearrings(coords, indices=coord_ring)
+    polygons = shapely.polygons(new_rings, indices=ring_part)
+    out = shapely.multipolygons(polygons, indices=part_row)
+    single = (shapely.get_type_id(geoms) == POLYGON) & (shapely.get_num_geometries(out) == 1)
+    out[single] = shapely.get_geometry(out[single], 0)
+    out[wide_rows] = geoms[wide_rows]
+    return out
+
+
+def _intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a[k] ∩ b[k]``; a pair GEOS cannot overlay becomes None instead of aborting the rest."""
+    try:
+        with np.errstate(all="ignore"):  # GEOS's floating-point flags are not errors
+            return shapely.intersection(a, b)
+    except shapely.errors.GEOSException:
+        pass
+    out = np.empty(len(a), dtype=object)
+    for k in range(len(a)):  # only after the vectorised call failed
+        try:
+            with np.errstate(all="ignore"):
+                out[k] = shapely.intersection(a[k], b[k])
+        except shapely.errors.GEOSException as exc:
+            logger.warning("a geometry could not be cut at the antimeridian: %s", exc)
+            out[k] = None
+    return out
+
+
+def _union(polys: np.ndarray):
+    """Union of polygonal geometries, None if GEOS cannot overlay them."""
+    try:
+        return shapely.union_all(polys)
+    except shapely.errors.GEOSException:
+        pass
+    try:
+        return shapely.union_all(shapely.make_valid(polys, method="structure"))
+    except shapely.errors.GEOSException as exc:
+        logger.warning("the polygons of a collection could not be merged: %s", exc)
+        return None
 
 
 def _repair(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -165,12 +477,21 @@ def _repair(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return geoms, invalid
     out = geoms.copy()
     idx = np.flatnonzero(invalid)
-    try:
-        out[idx] = shapely.make_valid(geoms[idx], method="structure", keep_collapsed=False)
-    except shapely.errors.GEOSException:
-        # One geometry GEOS cannot repair must not cost the others their repair.
-        for k in idx:
-            out[k] = _repair_one(geoms[k])
+    for _ in range(_REPAIR_PASSES):
+        try:
+            out[idx] = shapely.make_valid(out[idx], method="structure", keep_collapsed=False)
+        except shapely.errors.GEOSException:
+            # One geometry GEOS cannot repair must not cost the others their repair.
+            out[idx] = [_repair_one(g) for g in out[idx]]
+        # GEOS 3.11 can return parts that share an edge (a ring retracing one of its edges):
+        # a second pass merges them.
+        still = ~shapely.is_missing(out[idx])
+        still[still] = ~shapely.is_valid(out[idx][still])
+        idx = idx[still]
+        if len(idx) == 0:
+            break
+    for k in idx:  # rarer still: merge the parts outright
+        out[k] = _union(shapely.get_parts(out[k]))
     return out, invalid
 
 
@@ -180,4 +501,3 @@ def _repair_one(geom):
     except shapely.errors.GEOSException as exc:
         logger.warning("a geometry could not be repaired and is dropped: %s", exc)
         return None
-

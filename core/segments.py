@@ -382,7 +382,7 @@ def abs_linear_integral(y0, y1, width):
 
 def _hypot_antiderivative(x, h):
     """An antiderivative in x of sqrt(x² + h²), h >= 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         log_term = np.where(h > 0, h * h * np.arcsinh(x / h), 0.0)
     return 0.5 * (x * hypot(x, h) + log_term)
 

@@ -93,9 +93,10 @@ def test_touching_squares_do_not_match():
 
 def test_same_square_in_utm_and_wgs84_has_iou_one():
     # The corners agree exactly; the edges are straight in each layer's own CRS (the seed's
-    # rule, which splits them into <= 50 m pieces before reprojection). A 100 m edge straight
-    # in UTM and one straight in lon/lat part by a sagitta of about L² tan(lat) / 8R = 0.2 mm,
-    # which costs about 3e-6 of IoU: the square is the same to within 5e-6.
+    # rule). A 100 m edge straight in UTM (a geodesic here, on the central meridian) and one
+    # straight in lon/lat (along a parallel) part by a sagitta of about L² tan(lat) / 8N =
+    # 0.2 mm, so the corner-only square is a slightly different region: 1 - IoU = L tan(lat)
+    # / 6N = 2.9e-6 exactly, and our 50 m pieces give 2.2e-6. Same square within 5e-6.
     utm = shapely.Polygon(
         [(500000, 5300000), (500100, 5300000), (500100, 5300100), (500000, 5300100)]
     )
