@@ -281,6 +281,13 @@ def evaluate(
             "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
             "count_predicted_dropped": pred.n_dropped,
             "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
+            "dropped_by_reason": {
+                "reference": {
+                    reason: count + ignore.n_dropped_by_reason[reason]
+                    for reason, count in ref.n_dropped_by_reason.items()
+                },
+                "predicted": pred.n_dropped_by_reason,
+            },
             "count_predicted_repaired": pred.n_repaired,
             "count_ignore_regions": ignore.n,
             "count_predicted_ignored": int(ignored.sum()),

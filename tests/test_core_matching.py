@@ -94,6 +94,9 @@ def test_null_point_and_line_rows_are_dropped_and_counted():
     assert (m["count_reference"], m["count_reference_dropped"]) == (1, 3)
     assert (m["count_predicted"], m["count_predicted_dropped"]) == (1, 2)
     assert m["count_tp"] == 1 and m["f1"] == 1.0
+    reasons = m["dropped_by_reason"]
+    assert (reasons["reference"]["null"], reasons["reference"]["not_polygonal"]) == (1, 2)
+    assert (reasons["predicted"]["empty"], reasons["predicted"]["zero_area"]) == (1, 1)
 
 
 def test_both_layers_empty_give_rates_of_one():
