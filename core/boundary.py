@@ -13,8 +13,6 @@ does not grow with the boundary length in metres. See ``pair_boundary_distances`
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +20,7 @@ import pyproj
 import shapely
 
 from .crs import to_crs
+from .parallel import run_chunks
 from .segments import (
     SegmentGrid,
     Segments,
@@ -48,9 +47,8 @@ BOUNDARY_SAMPLE_SPACING_M = 1.0
 BOUNDARY_MAX_SAMPLES = 1000
 
 #: Pairs are processed in chunks of about this many boundary segments (memory bound); chunks
-#: run on up to ``_WORKERS`` threads (numpy releases the GIL in its array loops).
+#: run on both cores (``parallel.run_chunks``).
 _CHUNK_SEGMENTS = 50_000
-_WORKERS = max(1, min(2, os.cpu_count() or 1))
 
 #: A pair's cells are at least its extent / this, so its grid has at most this² cells.
 _MAX_CELLS_PER_SIDE = 64
@@ -489,7 +487,7 @@ def pair_boundary_distances(
             seg_r.take(lo, hi), seg_p.take(lo, hi), delta[lo:hi]
         )
 
-    _run_chunks(run, _chunks(cost, _CHUNK_SEGMENTS))
+    run_chunks(run, _chunks(cost, _CHUNK_SEGMENTS))
     hausdorff[ok] = hmax[ok]
     mean[ok] = integral[ok] / (len_r[ok] + len_p[ok])
     spacing[ok] = delta[ok]
@@ -1149,7 +1147,7 @@ def boundary_within_tolerance(
             bx0, by0, bx1, by1, tol,
         )
 
-    _run_chunks(run, range(0, len(qx0), _TOLERANCE_CHUNK))
+    run_chunks(run, range(0, len(qx0), _TOLERANCE_CHUNK))
     within = np.bincount(seg_a.owner[parent], weights=covered, minlength=n)
     return np.minimum(within, perimeter), perimeter
 
@@ -1174,17 +1172,6 @@ def _covered_length(grid, px, py, qx, qy, bx0, by0, bx1, by1, tol) -> np.ndarray
     frame = segment_frame(px[qi], py[qi], ux[qi], uy[qi], ax, ay, bx, by)
     lo, hi = frame_capsule(*frame, length[qi], tol)
     return union_length(qi, lo, hi, length)
-
-
-def _run_chunks(run, chunks) -> None:
-    """Call ``run`` on each chunk, on ``_WORKERS`` threads when there are several chunks."""
-    chunks = list(chunks)
-    if len(chunks) > 1 and _WORKERS > 1:
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            list(pool.map(run, chunks))
-    else:
-        for chunk in chunks:
-            run(chunk)
 
 
 def _positive_float(value, name: str) -> float:

@@ -53,6 +53,7 @@ from .metrics import (
 )
 from .overlap import OverlapPairs, overlap_pairs
 from .prepare import PreparedLayer, geometry_array, prepare_layer
+from .parallel import run_both
 from .progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -216,16 +217,18 @@ def evaluate(
     check_layer_crs(ref_crs, pred_crs)
     ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
 
-    progress.checkpoint(0, "Preparing reference geometries")
+    progress.checkpoint(0, "Preparing geometries")
     ignore_rows = (
         np.array([is_true(v) for v in reference_ignore], dtype=bool)
         if reference_ignore is not None
         else np.zeros(n_ref_in, dtype=bool)
     )
-    ref = _prepare_rows(reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference")
+    # The two layers are independent: prepare them on both cores.
+    ref, pred = run_both(
+        lambda: _prepare_rows(reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference"),
+        lambda: prepare_layer(predicted, pred_crs, ea_crs, "predicted"),
+    )
     ignore = _prepare_rows(reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference")
-    progress.checkpoint(15, "Preparing predicted geometries")
-    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted")
     warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
 
     progress.checkpoint(30, "Computing overlaps")
