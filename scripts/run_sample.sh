@@ -12,7 +12,8 @@ export QGIS_CUSTOM_CONFIG_PATH="$ROOT/.build/profile"
 mkdir -p "$OUT" "$QGIS_CUSTOM_CONFIG_PATH"
 rm -f "$OUT"/{true_positives,false_positives,false_negatives}.gpkg "$OUT"/per_field.csv \
       "$OUT"/report.json "$OUT"/report.html
-qgis_process.bin plugins enable iou_evaluation >/dev/null
+# Exits non-zero when the plugin is already enabled (a second run): that is fine.
+qgis_process.bin plugins enable iou_evaluation >/dev/null 2>&1 || true
 SAMPLE="$ROOT/resources/csb_fields/csb_fields.gpkg"
 qgis_process.bin run ioueval:evaluatepolygons -- \
   "PREDICTED=$SAMPLE|layername=csb_2017_2024" \
