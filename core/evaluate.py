@@ -231,7 +231,7 @@ def evaluate(
     ignore = _prepare_rows(reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference")
     warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
 
-    progress.checkpoint(30, "Computing overlaps")
+    progress.checkpoint(20, "Computing overlaps")
     pairs = overlap_pairs(ref.geometries, ref.area_m2, pred.geometries, pred.area_m2)
     ref_group = pred_group = None
     if ref_groups is not None:
@@ -254,20 +254,20 @@ def evaluate(
             ),
         )
 
-    progress.checkpoint(60, "Matching")
+    progress.checkpoint(40, "Matching")
     matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
     ignored = _ignored_predictions(
         ignore, pred, matches.predicted_match, iou_threshold,
         (ref_group, pred_group), (ref_class, pred_class), ancestors,
     )
 
-    progress.checkpoint(75, "Summarising")
     tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
-    progress.checkpoint(70, "Boundary distances")
+    progress.checkpoint(45, "Boundary distances")
     zones = _boundary_metrics(
         ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
         boundary_tolerance_m,
     )
+    progress.checkpoint(75, "Summarising")
     tolerance = boundary_tolerance_m is not None
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
     metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
