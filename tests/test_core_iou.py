@@ -123,3 +123,18 @@ def test_geographic_box_iou_uses_equal_area_not_square_degrees():
     whole = shapely.box(0, 0, 10, 60)
     north = shapely.box(0, 30, 10, 60)
     assert pair_iou(whole, north, "EPSG:4326") == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_crs_that_is_not_equal_area_is_reported():
+    # Mollweide (ESRI:54009) is spherical: on WGS 84 coordinates it changes areas by 0.2-0.3 %
+    # in New Mexico (the agribound seed); CONUS Albers (EPSG:5070) is equal-area there.
+    field = [shapely.box(-103.45, 35.81, -103.44, 35.82)]
+    mollweide = evaluate(field, field, predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                         equal_area_crs="ESRI:54009")
+    assert len(mollweide.warnings) == 1 and "ESRI:54009" in mollweide.warnings[0]
+    albers = evaluate(field, field, predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                      equal_area_crs="EPSG:5070")
+    assert albers.warnings == []
+    with pytest.raises(ValueError, match="equal_area_crs"):
+        evaluate(field, field, predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                 equal_area_crs="EPSG:4326")
