@@ -271,8 +271,17 @@ def evaluate(
     tolerance = boundary_tolerance_m is not None
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
     metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
+    warnings += _data_warnings(ref, ignore, pred, ea_crs)
     if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
-        metrics.update({key: 1.0 for key in RATE_KEYS})
+        # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
+        metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
+        if not _only_missing_dropped(ref, ignore, pred):
+            warnings.append(
+                "No row of either layer could be evaluated (see the rows not evaluated): the "
+                "rates of 1.0 are the convention for two empty layers and say nothing about "
+                "the data"
+            )
+            logger.warning(warnings[-1])
     metrics.update(
         {
             "iou_threshold": iou_threshold,
@@ -687,6 +696,48 @@ def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
     if len(cut):
         zones[cut] = centroid_utm_epsg(layer.source[cut], layer.crs)
     return zones
+
+
+def _only_missing_dropped(*layers: PreparedLayer) -> bool:
+    """True when every dropped row of these layers was null or empty (nothing to evaluate),
+    none for a data error (non-polygonal, non-finite, zero area, not projectable)."""
+    return all(
+        count == 0
+        for layer in layers
+        for reason, count in layer.n_dropped_by_reason.items()
+        if reason not in ("null", "empty")
+    )
+
+
+def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
+    """Messages for the report about rows dropped or repaired, and about planar coordinates
+    that look like longitude/latitude (a layer whose CRS got lost)."""
+    messages = []
+    for name, layers in (("reference", (ref, ignore)), ("predicted", (pred,))):
+        n_input = sum(layer.n_input for layer in layers)
+        dropped = {
+            reason: sum(layer.n_dropped_by_reason[reason] for layer in layers)
+            for reason in layers[0].n_dropped_by_reason
+        }
+        n_dropped = sum(dropped.values())
+        if n_dropped:
+            reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dropped.items() if v)
+            messages.append(
+                f"{n_dropped} of {n_input} {name} rows were not evaluated ({reasons})"
+            )
+        n_repaired = sum(layer.n_repaired for layer in layers)
+        if n_repaired:
+            messages.append(f"{n_repaired} invalid {name} geometries were repaired")
+    if ea_crs is None and ref.n + pred.n:
+        geoms = np.concatenate([ref.geometries, pred.geometries])
+        xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
+        if -180 <= xmin and xmax <= 360 and -90 <= ymin and ymax <= 90:
+            messages.append(
+                "The layers have no CRS and their coordinates look like longitude/latitude: "
+                "areas are in squared coordinate units; assign the layers their CRS"
+            )
+            logger.warning(messages[-1])  # the drop and repair counts are logged by prepare
+    return messages
 
 
 def _finite_max(values) -> float:

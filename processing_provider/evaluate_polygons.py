@@ -25,6 +25,7 @@ from qgis.core import (
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
     QgsProcessingUtils,
+    QgsProviderRegistry,
 )
 from qgis.PyQt.QtCore import QVariant
 
@@ -44,7 +45,11 @@ from .layers import (
     to_qgis_value,
 )
 from .metadata import plugin_version
-from .validation import polygon_source_error, unwritable_destination_error
+from .validation import (
+    polygon_source_error,
+    same_destination_error,
+    unwritable_destination_error,
+)
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
 
 MATCHING_LABELS = (
@@ -341,13 +346,21 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if error:
                 return False, error
         try:
-            self._fields_given(parameters, context, sources[self.PREDICTED], sources[self.REFERENCE])
+            fields = self._fields_given(
+                parameters, context, sources[self.PREDICTED], sources[self.REFERENCE]
+            )
         except ValueError as exc:
             return False, str(exc)
-        for name in self.DESTINATIONS:
-            error = unwritable_destination_error(parameters, name)
-            if error:
-                return False, error
+        if self.SCORE_FIELD in fields:
+            field = sources[self.PREDICTED].fields().at(fields[self.SCORE_FIELD][1])
+            if not field.isNumeric():
+                return False, self.tr(f"SCORE_FIELD: {field.name()} is not a numeric field")
+        error = same_destination_error(parameters, self.DESTINATIONS) or next(
+            filter(None, (unwritable_destination_error(parameters, n) for n in self.DESTINATIONS)),
+            None,
+        )
+        if error:
+            return False, error
         return True, ""
 
     def _fields_given(self, parameters, context, predicted_source, reference_source):
@@ -470,6 +483,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if id_index >= 0
             else list(reference.feature_ids)
         )
+        if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
+            feedback.pushWarning(
+                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
+                "the per-field table cannot be joined back one to one"
+            )
         id_qfield = (
             QgsField(reference_source.fields().at(id_index))
             if id_index >= 0
@@ -709,9 +727,14 @@ def _input_description(algorithm, parameters, name, context, features):
     layer = algorithm.parameterAsVectorLayer(parameters, name, context)
     value = parameters.get(name)
     selected_only = bool(getattr(value, "selectedFeaturesOnly", False))
+    parts = (
+        QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
+        if layer is not None
+        else {}
+    )
     return {
         "source": layer.publicSource() if layer is not None else str(value),
-        "layer_name": layer.name() if layer is not None else None,
+        "layer_name": parts.get("layerName") or (layer.name() if layer is not None else None),
         "feature_count": len(features.feature_ids),
         "selected_features_only": selected_only,
         "crs": layer.crs().authid() if layer is not None else None,

@@ -33,12 +33,13 @@ class SourceFeatures:
 def layer_crs_definition(crs: QgsCoordinateReferenceSystem) -> str | None:
     """The CRS as WKT for pyproj, or None when the layer has no usable CRS.
 
-    A GeoPackage layer written without a CRS comes back "valid" but with no authority id and
-    an empty definition; it is treated as no CRS.
+    A GeoPackage layer written without a CRS comes back "valid" but with no authority id: an
+    "Undefined geographic SRS" (srs_id 0, "+proj=longlat" on no datum) or an empty
+    definition. Both are treated as no CRS.
     """
     if not crs.isValid():
         return None
-    if not crs.authid() and not crs.toProj():
+    if not crs.authid() and (not crs.toProj() or "undefined" in crs.description().lower()):
         return None
     return crs.toWkt(QgsCoordinateReferenceSystem.WKT2_2019)
 

@@ -21,6 +21,7 @@ from ..core.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pixels import pixels_per_field
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
+from .validation import polygon_source_error
 from .layers import crs_for_pyproj, forward_core_log, read_source, to_qgis_value
 
 HELP = """
@@ -47,7 +48,7 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
     def initAlgorithm(self, config=None):  # noqa: N802
         self.addParameter(
             QgsProcessingParameterFeatureSource(
-                self.INPUT, self.tr("Reference polygons"), [VECTOR_POLYGON]
+                self.INPUT, self.tr("Polygons (fields)"), [VECTOR_POLYGON]
             )
         )
         self.addParameter(
@@ -80,6 +81,11 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
+        source = self.parameterAsSource(parameters, self.INPUT, context) if ok else None
+        if source is not None:
+            error = polygon_source_error(source, self.INPUT)
+            if error:
+                return False, error
         if ok and not self.parameterAsDouble(parameters, self.GSD, context) > 0:
             return False, self.tr("GSD must be a positive number of metres")
         if ok and not self.parameterAsString(parameters, self.FIELD_NAME, context).strip():

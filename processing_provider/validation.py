@@ -19,12 +19,36 @@ def polygon_source_error(source, name: str) -> str | None:
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
 
 
-def unwritable_destination_error(parameters: dict, name: str) -> str | None:
-    """A message when an output file's folder does not exist or cannot be written."""
+def _destination_path(parameters: dict, name: str) -> str | None:
+    """The file (and layer) an output parameter writes to; None for memory/temporary ones."""
     value = parameters.get(name)
     if isinstance(value, QgsProcessingOutputLayerDefinition):
         value = value.sink.staticValue()
     if not isinstance(value, str) or not value or value.startswith(_NOT_FILES):
+        return None
+    return value
+
+
+def same_destination_error(parameters: dict, names) -> str | None:
+    """A message when two outputs would write the same file (the second would replace the
+    first); outputs to different layers of one GeoPackage (``|layername=``) are fine."""
+    seen = {}
+    for name in names:
+        path = _destination_path(parameters, name)
+        if path is None:
+            continue
+        file_name, _, layer = path.partition("|")
+        key = (os.path.abspath(file_name), layer)
+        if key in seen:
+            return f"{name}: {path} is also the destination of {seen[key]}"
+        seen[key] = name
+    return None
+
+
+def unwritable_destination_error(parameters: dict, name: str) -> str | None:
+    """A message when an output file's folder does not exist or cannot be written."""
+    value = _destination_path(parameters, name)
+    if value is None:
         return None
     path = value.split("|")[0]
     if path.startswith("ogr:") or "://" in path:

@@ -129,3 +129,20 @@ def test_inputs_are_not_modified():
     predictions = [bow_tie, None]
     evaluate(predictions, [box(0, 0, 1, 1)])
     assert predictions[0] is bow_tie and not bow_tie.is_valid and predictions[1] is None
+
+
+def test_layers_whose_rows_are_all_dropped_score_by_convention_but_warn():
+    # every row unusable (a point, a line): both layers are empty after dropping, so the
+    # seed's rates of 1.0 apply, and the report says why they mean nothing
+    result = evaluate([shapely.Point(0, 0)], [shapely.LineString([(0, 0), (1, 1)])])
+    assert result.metrics["f1"] == 1.0
+    assert "boundary_f1" not in result.metrics  # tolerance metrics only when asked for
+    assert any("could be evaluated" in w for w in result.warnings)
+    assert any("not polygonal 1" in w for w in result.warnings)
+
+
+def test_planar_coordinates_that_look_like_degrees_are_flagged():
+    field = [box(-103.45, 35.81, -103.44, 35.82)]
+    assert any("longitude/latitude" in w for w in evaluate(field, field).warnings)
+    pixels = [box(100, 200, 400, 480)]
+    assert not any("longitude/latitude" in w for w in evaluate(pixels, pixels).warnings)

@@ -124,3 +124,39 @@ def test_same_inputs_and_seed_give_the_same_report(ioueval_provider, tmp_path):
         reports.append(json.loads(path.read_text(encoding="utf-8")))
     assert reports[0]["metrics"] == reports[1]["metrics"]
     assert reports[0]["parameters"] == reports[1]["parameters"]
+
+
+def test_two_outputs_to_one_file_are_rejected(ioueval_provider, tmp_path):
+    reference, predicted = small_layers()
+    same = str(tmp_path / "same.gpkg")
+    ok, message = check(
+        {"PREDICTED": predicted, "REFERENCE": reference, "TRUE_POSITIVES": same,
+         "FALSE_POSITIVES": same}
+    )
+    assert not ok and "FALSE_POSITIVES" in message and "TRUE_POSITIVES" in message
+
+
+def test_a_text_score_field_is_rejected(ioueval_provider):
+    reference, predicted = small_layers()  # predicted has a text field "name"
+    ok, message = check({"PREDICTED": predicted, "REFERENCE": reference, "SCORE_FIELD": "name"})
+    assert not ok and "SCORE_FIELD" in message
+
+
+def test_geopackage_layers_written_without_crs_are_planar(ioueval_provider, tmp_path):
+    # OGR writes srs_id 0, which QGIS reads as a valid "Undefined geographic SRS": both
+    # layers without a CRS must be evaluated in their own (planar) units, here metres.
+    from osgeo import ogr
+
+    path = str(tmp_path / "nocrs.gpkg")
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+    for name, shift in (("ref", 0), ("pred", 10)):
+        layer = dataset.CreateLayer(name, srs=None, geom_type=ogr.wkbPolygon)
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(
+            f"POLYGON(({shift} 0,{shift + 100} 0,{shift + 100} 100,{shift} 100,{shift} 0))"
+        ))
+        layer.CreateFeature(feature)
+    dataset = None
+    result = run({"PREDICTED": f"{path}|layername=pred", "REFERENCE": f"{path}|layername=ref"})
+    assert result["COUNT_TP"] == 1
+    assert result["IOU_MEAN"] == pytest.approx(90 / 110)
