@@ -896,7 +896,7 @@ def _envelope(length, piece, fid, frame):
 
     # The intervals of each pair between the points where a function changes form (its
     # projection reaches a or b); on each, both squared distances are quadratics in s.
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cuts = [-tau0[i] / alpha[i], (seg_len[i] - tau0[i]) / alpha[i],
                 -tau0[j] / alpha[j], (seg_len[j] - tau0[j]) / alpha[j]]
     cuts = [np.minimum(np.maximum(np.nan_to_num(c, nan=0.0), 0.0), pair_len) for c in cuts]
