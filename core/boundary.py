@@ -12,13 +12,13 @@ does not grow with the boundary length in metres. See ``pair_boundary_distances`
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyproj
 import shapely
 
+from .checks import check_positive
 from .crs import to_crs
 from .parallel import run_chunks
 from .segments import (
@@ -306,7 +306,7 @@ def tolerance_lengths_in_utm(
 
     Source: agribound seed, boundary_recall / boundary_precision.
     """
-    tol = _positive_float(tolerance_m, "tolerance_m")
+    tol = check_positive(tolerance_m, "tolerance_m")
     _check_same_space(layer, other)
     within = np.zeros(layer.n)
     perimeter = np.zeros(layer.n)
@@ -462,7 +462,7 @@ def pair_boundary_distances(
         raise ValueError(
             f"reference and predicted must have the same shape, got {ref.shape} and {pred.shape}"
         )
-    fixed = None if spacing_m is None else _positive_float(spacing_m, "spacing_m")
+    fixed = None if spacing_m is None else check_positive(spacing_m, "spacing_m")
     n = len(ref)
     hausdorff = np.full(n, np.nan)
     mean = np.full(n, np.nan)
@@ -1098,7 +1098,7 @@ def boundary_within_tolerance(
     Source: agribound seed, boundary_recall / boundary_precision ("the length of one layer's
     boundary inside the union of circular-arc buffers of the other layer's boundaries").
     """
-    tol = _positive_float(tolerance_m, "tolerance_m")
+    tol = check_positive(tolerance_m, "tolerance_m")
     polys = np.asarray(polygons, dtype=object).reshape(-1)
     oth = np.asarray(others, dtype=object).reshape(-1)
     n = len(polys)
@@ -1172,15 +1172,3 @@ def _covered_length(grid, px, py, qx, qy, bx0, by0, bx1, by1, tol) -> np.ndarray
     frame = segment_frame(px[qi], py[qi], ux[qi], uy[qi], ax, ay, bx, by)
     lo, hi = frame_capsule(*frame, length[qi], tol)
     return union_length(qi, lo, hi, length)
-
-
-def _positive_float(value, name: str) -> float:
-    """``value`` as a float; ValueError naming ``name`` unless it is a positive finite number."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    out = float(value)
-    if not (math.isfinite(out) and out > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +23,7 @@ from .boundary import (
     utm_epsg_codes,
     zoned_layer,
 )
+from .checks import check_non_negative_int, check_positive, check_threshold
 from .crs import (
     check_equal_area,
     check_layer_crs,
@@ -186,15 +186,15 @@ def evaluate(
     classes and ignore regions beyond it as documented above.
     """
     progress = progress or Progress()
-    iou_threshold = _check_threshold(iou_threshold)
+    iou_threshold = check_threshold(iou_threshold)
     if matching not in MATCHING_METHODS:
         raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
-    bootstrap = _check_non_negative_int(bootstrap, "bootstrap")
-    bootstrap_seed = _check_non_negative_int(bootstrap_seed, "bootstrap_seed")
+    bootstrap = check_non_negative_int(bootstrap, "bootstrap")
+    bootstrap_seed = check_non_negative_int(bootstrap_seed, "bootstrap_seed")
     if boundary_tolerance_m is not None:
-        boundary_tolerance_m = _check_positive(boundary_tolerance_m, "boundary_tolerance_m")
+        boundary_tolerance_m = check_positive(boundary_tolerance_m, "boundary_tolerance_m")
     if boundary_sample_spacing_m is not None:
-        boundary_sample_spacing_m = _check_positive(
+        boundary_sample_spacing_m = check_positive(
             boundary_sample_spacing_m, "boundary_sample_spacing_m"
         )
     reference = geometry_array(reference, "reference")
@@ -830,36 +830,6 @@ def _per_row(values, n: int, name: str):
     if len(out) != n:
         raise ValueError(f"{name} must have one value per row ({n}), got {len(out)}")
     return out
-
-
-def _check_threshold(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"iou_threshold must be a number in (0, 1], got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and 0.0 < value <= 1.0):
-        raise ValueError(f"iou_threshold must be in (0, 1], got {value!r}")
-    return value
-
-
-def _check_positive(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
-
-
-def _check_non_negative_int(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 def _input_position(layer: PreparedLayer, positions: np.ndarray) -> np.ndarray:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .checks import check_positive
 from .crs import check_equal_area, resolve_crs, resolve_equal_area_crs
 from .prepare import prepare_layer
 
@@ -29,10 +28,7 @@ def pixels_per_field(geometries, crs, gsd_m: float, equal_area_crs="EPSG:6933") 
 
     Source: agribound 1.0 evaluation, "Pixels per field".
     """
-    if isinstance(gsd_m, bool) or not isinstance(gsd_m, (int, float, np.integer, np.floating)):
-        raise ValueError(f"gsd_m must be a positive number, got {gsd_m!r}")
-    if not (math.isfinite(gsd_m) and gsd_m > 0):
-        raise ValueError(f"gsd_m must be a positive finite number, got {gsd_m!r}")
+    gsd_m = check_positive(gsd_m, "gsd_m")
     source_crs = resolve_crs(crs, "crs")
     ea_crs = resolve_equal_area_crs(equal_area_crs) if source_crs is not None else None
     layer = prepare_layer(geometries, source_crs, ea_crs, "reference")
