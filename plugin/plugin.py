@@ -13,10 +13,13 @@ class IoUEvaluationPlugin:
         self.provider = None
 
     def initProcessing(self):  # noqa: N802 (QGIS API)
-        if self.provider is not None:  # QGIS may call this more than once
+        registry = QgsApplication.processingRegistry()
+        # QGIS may call this more than once; and a provider with our id may already be
+        # registered (another copy of the plugin): QGIS would reject and delete a second one.
+        if self.provider is not None or registry.providerById("ioueval") is not None:
             return
         self.provider = IoUEvaluationProvider()
-        QgsApplication.processingRegistry().addProvider(self.provider)
+        registry.addProvider(self.provider)
 
     def initGui(self):  # noqa: N802
         self.initProcessing()
