@@ -19,7 +19,6 @@ from .boundary import (
     BOUNDARY_SAMPLE_SPACING_M,
     centroid_utm_epsg,
     matched_distances_in_utm,
-    tolerance_lengths_in_utm,
     utm_epsg_codes,
     zoned_layer,
 )
@@ -55,6 +54,7 @@ from .overlap import OverlapPairs, overlap_pairs
 from .prepare import PreparedLayer, geometry_array, prepare_layer
 from .parallel import run_both
 from .progress import Progress
+from .tolerance import tolerance_lengths_in_utm
 
 logger = logging.getLogger(__name__)
 

@@ -15,17 +15,16 @@ import shapely
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from iou_evaluation.core.boundary import (
-    boundary_within_tolerance,
     centroid_utm_epsg,
     matched_distances_in_utm,
     pair_boundary_distances,
-    tolerance_lengths_in_utm,
     utm_epsg,
     utm_epsg_codes,
     zoned_layer,
 )
 from iou_evaluation.core.crs import to_crs
 from iou_evaluation.core.prepare import prepare_layer
+from iou_evaluation.core.tolerance import boundary_within_tolerance, tolerance_lengths_in_utm
 
 WGS84 = pyproj.CRS("EPSG:4326")
 EASE = pyproj.CRS("EPSG:6933")
