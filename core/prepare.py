@@ -26,6 +26,7 @@ import pyproj
 import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs
+from .parallel import ProgressCallback, run_chunks, split
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ COLLECTION = 7
 #: A polygon thinner on average than this fraction of its largest coordinate has collapsed
 #: (1e-12 is GEOS's own snapping tolerance for robust overlay: 10 µm at 10,000 km).
 SLIVER_RELATIVE_WIDTH = 1e-12
+
+#: Rows are prepared this many at a time, on both cores.
+_CHUNK_ROWS = 10_000
 
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
@@ -102,6 +106,7 @@ def prepare_layer(
     crs: pyproj.CRS | None,
     equal_area_crs: pyproj.CRS | None,
     name: str,
+    progress: ProgressCallback | None = None,
 ) -> PreparedLayer:
     """Drop, repair and reproject one layer's geometries; the input is never modified.
 
@@ -112,6 +117,7 @@ def prepare_layer(
             is in planar (pixel) space.
         equal_area_crs: CRS in which areas and IoU are computed (metres), or None for planar.
         name: "reference" or "predicted".
+        progress: optional callable(fraction done), may raise to cancel (``run_chunks``).
 
     Returns:
         A PreparedLayer. Null, empty, non-polygonal rows, rows with NaN or infinite coordinates
@@ -135,44 +141,20 @@ def prepare_layer(
             f"CRS, or its areas would be in square degrees"
         )
     n_input = len(geoms)
-    reason = np.full(n_input, "", dtype=object)  # "" until a row is dropped
-
-    _drop(geoms, reason, ~shapely.is_geometry(geoms), "null")
-    _drop(geoms, reason, shapely.is_empty(geoms), "empty")
-    type_id = shapely.get_type_id(geoms)
-    polygonal_or_missing = np.isin(type_id, (-1, POLYGON, MULTIPOLYGON, COLLECTION))
-    _drop(geoms, reason, ~polygonal_or_missing, "not_polygonal")
-    _drop(geoms, reason, _has_non_finite(geoms), "non_finite")
-    geoms = shapely.force_2d(geoms)
-
     reproject = crs is not None and equal_area_crs is not None and crs != equal_area_crs
-    if reproject and crs.is_geographic:
-        # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
-        # the world that repair would "fix" into something else.
-        geoms = unwrap_antimeridian(geoms, _half_turn(crs))
-    geoms, invalid = _repair(geoms)
-    geoms = polygonal_parts(geoms)
-    missing = shapely.is_missing(geoms)
-    no_polygon = missing & (type_id == COLLECTION) & ~invalid
-    _drop(geoms, reason, no_polygon, "not_polygonal")
-    _drop(geoms, reason, missing, "zero_area")  # nothing polygonal left after repair
-    repaired = invalid | (type_id == COLLECTION)
-    source = geoms.copy()
 
-    if reproject:
-        step = densify_step(crs)
-        dense = shapely.segmentize(geoms, step) if step is not None else geoms
-        geoms = _to_equal_area(dense, crs, equal_area_crs, name)
-        _drop(geoms, reason, shapely.is_missing(geoms), "not_projectable")
-        geoms, repaired_again = _repair(geoms)
-        geoms = polygonal_parts(geoms)
-        repaired |= repaired_again
+    def run(part: slice) -> _Chunk:
+        return _prepare_chunk(geoms[part], crs, equal_area_crs if reproject else None, name)
 
-    area = np.zeros(n_input)
-    present = np.flatnonzero(~shapely.is_missing(geoms))
-    area[present] = shapely.area(geoms[present])
-    area[present[_is_sliver(geoms[present], area[present])]] = 0.0
-    _drop(geoms, reason, ~(np.isfinite(area) & (area > 0)), "zero_area")
+    # Rows are independent: chunks on both cores, small enough to bound the temporaries.
+    chunks = run_chunks(run, split(n_input, 2_000, _CHUNK_ROWS), progress)
+    if not chunks:
+        chunks = [run(slice(0, 0))]
+    reason = np.concatenate([c.reason for c in chunks])
+    source = np.concatenate([c.source for c in chunks])
+    geoms = np.concatenate([c.geometries for c in chunks])
+    area = np.concatenate([c.area for c in chunks])
+    repaired = np.concatenate([c.repaired for c in chunks])
     keep = np.flatnonzero(reason == "")
     layer = PreparedLayer(
         name=name,
@@ -194,6 +176,65 @@ def prepare_layer(
     if layer.n_repaired:
         logger.warning("%d %s geometries were invalid and were repaired", layer.n_repaired, name)
     return layer
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """prepare_layer's columns for a chunk of rows, each of the chunk's length."""
+
+    reason: np.ndarray
+    source: np.ndarray
+    geometries: np.ndarray
+    area: np.ndarray
+    repaired: np.ndarray
+
+
+def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
+    """Drop, repair and reproject (to ``equal_area_crs`` unless None) a chunk of rows."""
+    geoms = np.array(geoms, dtype=object, copy=True)  # _drop writes into it
+    n = len(geoms)
+    reason = np.full(n, "", dtype=object)  # "" until a row is dropped
+    _drop(geoms, reason, ~shapely.is_geometry(geoms), "null")
+    _drop(geoms, reason, shapely.is_empty(geoms), "empty")
+    type_id = shapely.get_type_id(geoms)
+    polygonal_or_missing = np.isin(type_id, (-1, POLYGON, MULTIPOLYGON, COLLECTION))
+    _drop(geoms, reason, ~polygonal_or_missing, "not_polygonal")
+    _drop(geoms, reason, _has_non_finite(geoms), "non_finite")
+    with_zm = shapely.has_z(geoms)
+    if shapely.geos_version >= (3, 12, 0):  # earlier GEOS keeps no M values
+        with_zm |= shapely.has_m(geoms)
+    geoms[with_zm] = shapely.force_2d(geoms[with_zm])
+
+    reproject = equal_area_crs is not None
+    if reproject and crs.is_geographic:
+        # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
+        # the world that repair would "fix" into something else.
+        geoms = unwrap_antimeridian(geoms, _half_turn(crs))
+    geoms, invalid = _repair(geoms)
+    geoms = polygonal_parts(geoms)
+    missing = shapely.is_missing(geoms)
+    no_polygon = missing & (type_id == COLLECTION) & ~invalid
+    _drop(geoms, reason, no_polygon, "not_polygonal")
+    _drop(geoms, reason, missing, "zero_area")  # nothing polygonal left after repair
+    repaired = invalid | (type_id == COLLECTION)
+    source = geoms.copy()
+
+    if reproject:
+        step = densify_step(crs)
+        dense = shapely.segmentize(geoms, step) if step is not None else geoms
+        geoms = _to_equal_area(dense, crs, equal_area_crs, name)
+        del dense
+        _drop(geoms, reason, shapely.is_missing(geoms), "not_projectable")
+        geoms, repaired_again = _repair(geoms)
+        geoms = polygonal_parts(geoms)
+        repaired |= repaired_again
+
+    area = np.zeros(n)
+    present = np.flatnonzero(~shapely.is_missing(geoms))
+    area[present] = shapely.area(geoms[present])
+    area[present[_is_sliver(geoms[present], area[present])]] = 0.0
+    _drop(geoms, reason, ~(np.isfinite(area) & (area > 0)), "zero_area")
+    return _Chunk(reason, source, geoms, area, repaired)
 
 
 def polygonal_parts(geoms: np.ndarray) -> np.ndarray:
@@ -359,16 +400,48 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
 
     Goes through longitude/latitude on the equal-area CRS's datum (the same pipeline PROJ runs
     for the direct transformation, in two steps), where antimeridian crossings are normalised.
+    The coordinates of all rows are transformed as one array; only rows with an edge longer
+    than half a turn of longitude, or longitudes beyond ±180°, are rebuilt in
+    longitude/latitude for ``unwrap_antimeridian`` and ``split_at_antimeridian``.
     Raises ValueError if no transformation between the CRSs exists.
     """
     lonlat_crs = equal_area_crs.geodetic_crs
     try:
         if lonlat_crs is None:
             return _drop_non_finite(to_crs(dense, crs, equal_area_crs))
-        lonlat = _drop_non_finite(to_crs(dense, crs, lonlat_crs))
         half_turn = _half_turn(lonlat_crs)
-        lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
-        return _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+        coords, row = shapely.get_coordinates(dense, return_index=True)
+        lon, lat = coords[:, 0], coords[:, 1]
+        if len(coords) and crs != lonlat_crs:
+            to_lonlat = pyproj.Transformer.from_crs(crs, lonlat_crs, always_xy=True)
+            lon, lat = to_lonlat.transform(lon, lat, errcheck=False)
+        out = np.full(len(dense), None, dtype=object)
+        bad = np.zeros(len(dense), dtype=bool)
+        bad[row[~(np.isfinite(lon) & np.isfinite(lat))]] = True
+        wrap = np.zeros(len(dense), dtype=bool)
+        wrap[row[np.abs(lon) > half_turn]] = True
+        jump = (np.abs(np.diff(lon)) > half_turn) & (row[1:] == row[:-1])
+        wrap[row[1:][jump]] = True
+        wrap &= ~bad
+        plain = ~(bad | wrap | shapely.is_missing(dense))
+        on_plain = plain[row]
+        x, y = lon[on_plain], lat[on_plain]
+        if len(x):
+            to_target = pyproj.Transformer.from_crs(lonlat_crs, equal_area_crs, always_xy=True)
+            x, y = to_target.transform(x, y, errcheck=False)
+        out[plain] = shapely.set_coordinates(
+            np.array(dense[plain], dtype=object, copy=True), np.column_stack([x, y])
+        )
+        if wrap.any():
+            rows = np.flatnonzero(wrap)
+            on_wrap = wrap[row]
+            lonlat = shapely.set_coordinates(
+                np.array(dense[rows], dtype=object, copy=True),
+                np.column_stack([lon[on_wrap], lat[on_wrap]]),
+            )
+            lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
+            out[rows] = to_crs(lonlat, lonlat_crs, equal_area_crs)
+        return _drop_non_finite(out)
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
