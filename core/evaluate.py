@@ -52,7 +52,6 @@ from .metrics import (
 )
 from .overlap import OverlapPairs, overlap_pairs
 from .prepare import PreparedLayer, geometry_array, prepare_layer
-from .parallel import run_both
 from .progress import Progress
 from .tolerance import tolerance_lengths_in_utm
 
@@ -223,16 +222,19 @@ def evaluate(
         if reference_ignore is not None
         else np.zeros(n_ref_in, dtype=bool)
     )
-    # The two layers are independent: prepare them on both cores.
-    ref, pred = run_both(
-        lambda: _prepare_rows(reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference"),
-        lambda: prepare_layer(predicted, pred_crs, ea_crs, "predicted"),
+    # Each layer is prepared in chunks on both cores.
+    ref = _prepare_rows(
+        reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference",
+        progress.span(0, 9),
     )
     ignore = _prepare_rows(reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference")
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19))
     warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
 
     progress.checkpoint(20, "Computing overlaps")
-    pairs = overlap_pairs(ref.geometries, ref.area_m2, pred.geometries, pred.area_m2)
+    pairs = overlap_pairs(
+        ref.geometries, ref.area_m2, pred.geometries, pred.area_m2, progress.span(20, 39)
+    )
     ref_group = pred_group = None
     if ref_groups is not None:
         ref_group = normalise_labels(ref_groups, case_insensitive=False)
@@ -808,9 +810,9 @@ def _ignored_predictions(ignore, pred, predicted_match, iou_threshold, groups, c
     return ignored
 
 
-def _prepare_rows(geometries, rows, crs, ea_crs, name) -> PreparedLayer:
+def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None) -> PreparedLayer:
     """prepare_layer on a subset of rows, with ``keep`` mapped back to input positions."""
-    layer = prepare_layer(geometries[rows], crs, ea_crs, name)
+    layer = prepare_layer(geometries[rows], crs, ea_crs, name, progress)
     return dataclasses.replace(layer, keep=rows[layer.keep])
 
 

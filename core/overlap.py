@@ -86,13 +86,16 @@ def overlap_pairs(
     pred_idx = pred_idx[order].astype(np.int64)
     ref_key, pred_key = _order_key(reference), _order_key(predicted)
 
-    prepared = shapely.from_wkb(shapely.to_wkb(reference))  # our own copies to prepare
-    shapely.prepare(prepared)
-
     def run(part: slice) -> np.ndarray:
         ri, pi = ref_idx[part], pred_idx[part]
+        # Copies of the chunk's references to prepare: the caller's geometries stay as they
+        # are, and the prepared indexes live only as long as the chunk.
+        refs, local = np.unique(ri, return_inverse=True)
+        prepared = shapely.from_wkb(shapely.to_wkb(reference[refs]))
+        shapely.prepare(prepared)
         out = np.zeros(len(ri))
-        meet = np.flatnonzero(shapely.intersects(prepared[ri], predicted[pi]))
+        meet = np.flatnonzero(shapely.intersects(prepared[local], predicted[pi]))
+        del prepared
         ri, pi = ri[meet], pi[meet]
         out[meet] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi])
         return out
@@ -100,7 +103,6 @@ def overlap_pairs(
     inter = np.concatenate(
         [np.zeros(0)] + run_chunks(run, split(len(ref_idx), 2_000, _CHUNK_PAIRS), progress)
     )
-    del prepared
     positive = inter > 0
     ref_idx, pred_idx, inter = ref_idx[positive], pred_idx[positive], inter[positive]
     iou = iou_from_areas(inter, reference_area_m2[ref_idx], predicted_area_m2[pred_idx])

@@ -66,11 +66,3 @@ def split(n: int, min_chunk: int, max_chunk: int | None = None) -> list[slice]:
     bounds = np.linspace(0, n, parts + 1).astype(int)
     return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
-
-def run_both(first, second) -> tuple:
-    """Run two independent calls at once; returns (first(), second())."""
-    if WORKERS == 1:
-        return first(), second()
-    with ThreadPoolExecutor(2) as pool:
-        a, b = pool.submit(first), pool.submit(second)
-        return a.result(), b.result()

@@ -22,3 +22,12 @@ class Progress:
         self.report(percent, message)
         if self.is_canceled():
             raise EvaluationCanceled(message or "canceled")
+
+    def span(self, start: float, end: float):
+        """A callable(fraction) for work inside a stage: reports start + fraction·(end -
+        start) percent (no new stage message) and raises EvaluationCanceled on cancel."""
+
+        def advance(fraction: float) -> None:
+            self.checkpoint(start + (end - start) * min(max(fraction, 0.0), 1.0))
+
+        return advance
