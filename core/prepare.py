@@ -199,7 +199,8 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
     type_id = shapely.get_type_id(geoms)
     polygonal_or_missing = np.isin(type_id, (-1, POLYGON, MULTIPOLYGON, COLLECTION))
     _drop(geoms, reason, ~polygonal_or_missing, "not_polygonal")
-    _drop(geoms, reason, _has_non_finite(geoms), "non_finite")
+    non_finite, longest_edge = _coordinate_checks(geoms)
+    _drop(geoms, reason, non_finite, "non_finite")
     with_zm = shapely.has_z(geoms)
     if shapely.geos_version >= (3, 12, 0):  # earlier GEOS keeps no M values
         with_zm |= shapely.has_m(geoms)
@@ -221,7 +222,13 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
 
     if reproject:
         step = densify_step(crs)
-        dense = shapely.segmentize(geoms, step) if step is not None else geoms
+        dense = geoms
+        if step is not None:
+            # Only rows with an edge longer than the step change (repaired rows may have
+            # new edges: they are split too).
+            longer = np.flatnonzero((longest_edge > step) | repaired)
+            dense = geoms.copy()
+            dense[longer] = shapely.segmentize(geoms[longer], step)
         geoms = _to_equal_area(dense, crs, equal_area_crs, name)
         del dense
         _drop(geoms, reason, shapely.is_missing(geoms), "not_projectable")
@@ -379,10 +386,24 @@ def _is_sliver(geoms: np.ndarray, area: np.ndarray) -> np.ndarray:
 
 def _has_non_finite(geoms: np.ndarray) -> np.ndarray:
     """Boolean mask, shape (n,): geometries with a NaN or infinite x or y coordinate."""
+    return _coordinate_checks(geoms)[0]
+
+
+def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(non_finite, longest_edge)``, shape (n,) each: geometries with a NaN or infinite x or
+    y coordinate, and an upper bound of each geometry's longest edge in its CRS units (the
+    longest step between consecutive coordinates, across rings too; NaN where not finite)."""
     coords, index = shapely.get_coordinates(geoms, return_index=True)
     bad = np.zeros(len(geoms), dtype=bool)
     bad[index[~np.isfinite(coords).all(axis=1)]] = True
-    return bad
+    longest = np.zeros(len(geoms))
+    if len(coords) > 1:
+        step = np.diff(coords, axis=0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            length = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1])
+        same = index[1:] == index[:-1]
+        np.maximum.at(longest, index[1:][same], length[same])
+    return bad, longest
 
 
 def _drop_non_finite(geoms: np.ndarray) -> np.ndarray:
