@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import shapely
 from qgis.core import (
     QgsCoordinateTransform,
     QgsProcessingParameterEnum,
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
-    QgsCsException,
-    QgsFeature,
     QgsField,
-    QgsFields,
-    QgsGeometry,
     QgsProcessingException,
     QgsProcessingOutputNumber,
     QgsProcessingParameterCrs,
@@ -24,7 +18,6 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
-    QgsProcessingUtils,
     QgsProviderRegistry,
 )
 from qgis.PyQt.QtCore import QVariant
@@ -36,15 +29,24 @@ from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
 from ..core.report import build_report, render_html, to_json_text, write_atomically
 from .base import IoUEvaluationAlgorithm
-from .compat import ADVANCED, FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
 from .layers import (
     crs_for_pyproj,
+    feature_batches,
     forward_core_log,
     layer_crs_definition,
     read_source,
-    to_qgis_value,
 )
 from .metadata import plugin_version
+from .outputs import (
+    FALSE_NEGATIVES,
+    FALSE_POSITIVES,
+    LAYER_OUTPUTS,
+    PER_FIELD,
+    STYLES,
+    TRUE_POSITIVES,
+    EvaluationOutputs,
+)
 from .validation import (
     polygon_source_error,
     same_destination_error,
@@ -114,10 +116,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     SCORE_FIELD = "SCORE_FIELD"
     BOUNDARY_TOLERANCE = "BOUNDARY_TOLERANCE"
     BOUNDARY_SAMPLE_SPACING = "BOUNDARY_SAMPLE_SPACING"
-    TRUE_POSITIVES = "TRUE_POSITIVES"
-    FALSE_POSITIVES = "FALSE_POSITIVES"
-    FALSE_NEGATIVES = "FALSE_NEGATIVES"
-    PER_FIELD = "PER_FIELD"
+    TRUE_POSITIVES = TRUE_POSITIVES
+    FALSE_POSITIVES = FALSE_POSITIVES
+    FALSE_NEGATIVES = FALSE_NEGATIVES
+    PER_FIELD = PER_FIELD
     REPORT_JSON = "REPORT_JSON"
     REPORT_HTML = "REPORT_HTML"
     REFERENCE_FIELDS = (
@@ -380,6 +382,14 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             fields[name] = (field_name, index)
         return fields
 
+    def _attributes_to_read(self, parameters, fields, field_parameters, outputs):
+        """Indices of the fields a layer must be read with: all of them (None) when one of
+        ``outputs`` copies its features' attributes, else only the fields given in
+        ``field_parameters``."""
+        if any(_requested(parameters, name) for name in outputs):
+            return None
+        return [fields[name][1] for name in field_parameters if name in fields]
+
     def _taxonomy(self, parameters, context):
         """The TAXONOMY file as a dict (None when not given); raises ValueError naming it."""
         path = self.parameterAsFile(parameters, self.TAXONOMY, context)
@@ -436,8 +446,16 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         }
 
         feedback.setProgressText(self.tr("Reading layers"))
-        reference = read_source(reference_source, feedback, (0, 10))
-        predicted = read_source(predicted_source, feedback, (10, 20)) if reference else None
+        reference = read_source(
+            reference_source, feedback, (0, 10),
+            self._attributes_to_read(parameters, fields, self.REFERENCE_FIELDS,
+                                     (self.FALSE_NEGATIVES,)),
+        )
+        predicted = read_source(
+            predicted_source, feedback, (10, 20),
+            self._attributes_to_read(parameters, fields, self.PREDICTED_FIELDS,
+                                     (self.TRUE_POSITIVES, self.FALSE_POSITIVES)),
+        ) if reference else None
         if predicted is None:
             return {}
 
@@ -481,7 +499,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ref_ids = (
             [attrs[id_index] for attrs in reference.attributes]
             if id_index >= 0
-            else list(reference.feature_ids)
+            else reference.feature_ids.tolist()
         )
         if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
             feedback.pushWarning(
@@ -493,12 +511,13 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if id_index >= 0
             else QgsField("ref_fid", QVariant.LongLong)
         )
-        transform = _transform(predicted_source, reference_source, context)
-        results = writer.write_all(
-            evaluation, predicted, reference, predicted_source, reference_source,
-            ref_ids, id_qfield, transform,
+        outputs = EvaluationOutputs(
+            evaluation, predicted, reference, predicted_source.fields(),
+            reference_source.fields(), ref_ids, id_qfield,
+            _transform(predicted_source, reference_source, context),
         )
-        if feedback.isCanceled():
+        results = writer.write_all(outputs, reference_source.sourceCrs())
+        if results is None or feedback.isCanceled():
             return {}
 
         feedback.setProgressText(self.tr("Writing reports"))
@@ -549,167 +568,61 @@ class _FeedbackProgress(Progress):
 
 class _OutputWriter:
     """Creates the sinks after evaluation (so a failed or canceled run leaves none) and fills
-    them with each feature's own attributes plus the evaluation's columns."""
+    them in batches of features."""
 
-    def __init__(self, algorithm, parameters, context, feedback):
+    def __init__(self, algorithm, parameters, context, feedback, progress_range=(75.0, 95.0)):
         self.algorithm, self.parameters = algorithm, parameters
         self.context, self.feedback = context, feedback
-        self.written = 0  # outputs handled so far, for progress (75 % to 95 %)
+        self.progress_range = progress_range
 
-    def write_all(self, evaluation, predicted, reference, predicted_source, reference_source,
-                  ref_ids, id_qfield, transform):
-        ref_layer, pred_layer = evaluation.reference, evaluation.predicted
-        per_pred, per_ref = evaluation.per_predicted, evaluation.per_reference
-        ref_wkb = shapely.to_wkb(ref_layer.source)
-        pred_wkb = shapely.to_wkb(pred_layer.source)
-        crs = reference_source.sourceCrs()
-        alg = self.algorithm
-        id_type_field = QgsField(id_qfield)
-        id_type_field.setName("ref_id")
+    def write_all(self, outputs, crs):
+        """Write the requested layer outputs (an outputs.EvaluationOutputs) in ``crs``.
 
-        # Row k of the prepared predicted layer is input row pred_layer.keep[k].
-        tp_rows = [k for k in range(pred_layer.n) if per_pred["matched"][k]]
-        fp_rows = [k for k in range(pred_layer.n) if not per_pred["matched"][k]]
-        fn_rows = [k for k in range(ref_layer.n) if not per_ref["matched"][k]]
-        id_of_ref_input = dict(enumerate(ref_ids))
-        fid_of_pred_input = predicted.feature_ids
-
-        def pred_geometry(k):
-            geometry = QgsGeometry()
-            geometry.fromWkb(pred_wkb[k])
-            geometry.convertToMultiType()
-            if transform is not None:
-                try:
-                    geometry.transform(transform)
-                except QgsCsException:
-                    return QgsGeometry()
-            return geometry
-
-        def ref_geometry(k):
-            geometry = QgsGeometry()
-            geometry.fromWkb(ref_wkb[k])
-            geometry.convertToMultiType()
-            return geometry
-
-        results = {}
-        tp_extra = _fields(id_type_field, ("iou", QVariant.Double),
-                           ("pred_area_m2", QVariant.Double), ("ref_area_m2", QVariant.Double))
-        results[alg.TRUE_POSITIVES] = self._write(
-            alg.TRUE_POSITIVES, predicted_source.fields(), tp_extra, MULTI_POLYGON, crs,
-            "true_positives",
-            (
-                (pred_geometry(k), predicted.attributes[pred_layer.keep[k]], [
-                    id_of_ref_input[per_pred["ref_index"][k]], per_pred["iou"][k],
-                    per_pred["area_m2"][k], per_pred["ref_area_m2"][k],
-                ])
-                for k in tp_rows
-            ),
-        )
-        fp_extra = _fields(("best_iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-                           ("overlaps_reference", QVariant.Bool))
-        results[alg.FALSE_POSITIVES] = self._write(
-            alg.FALSE_POSITIVES, predicted_source.fields(), fp_extra, MULTI_POLYGON, crs,
-            "false_positives",
-            (
-                (pred_geometry(k), predicted.attributes[pred_layer.keep[k]], [
-                    per_pred["best_iou"][k], per_pred["area_m2"][k],
-                    per_pred["overlaps_reference"][k],
-                ])
-                for k in fp_rows
-            ),
-        )
-        fn_extra = _fields(("best_iou", QVariant.Double), ("ref_area_m2", QVariant.Double),
-                           ("max_overlap_pred_fid", QVariant.LongLong))
-        results[alg.FALSE_NEGATIVES] = self._write(
-            alg.FALSE_NEGATIVES, reference_source.fields(), fn_extra, MULTI_POLYGON, crs,
-            "false_negatives",
-            (
-                (ref_geometry(k), reference.attributes[ref_layer.keep[k]], [
-                    per_ref["best_iou"][k], per_ref["area_m2"][k],
-                    _fid_or_none(fid_of_pred_input, per_ref["max_overlap_pred_index"][k]),
-                ])
-                for k in fn_rows
-            ),
-        )
-        # Every per-reference column; predicted input positions become predicted feature ids.
-        columns = []
-        for key, values in per_ref.items():
-            if key.endswith("_index"):
-                name = key[: -len("_index")] + "_fid"
-                values = [_fid_or_none(fid_of_pred_input, v) for v in values]
-            else:
-                name = key
-            columns.append((QgsField(name, _variant_type(values)), values))
-        table_fields = _fields(id_qfield, *(f for f, _ in columns))
-        results[alg.PER_FIELD] = self._write(
-            alg.PER_FIELD, QgsFields(), table_fields, NO_GEOMETRY, crs, None,
-            (
-                (None, [], [id_of_ref_input[ref_layer.keep[k]]] + [v[k] for _, v in columns])
-                for k in range(ref_layer.n)
-            ),
-        )
-        return {name: dest for name, dest in results.items() if dest is not None}
-
-    def _write(self, name, own_fields, extra_fields, wkb_type, crs, style, rows):
-        fields = QgsProcessingUtils.combineFields(own_fields, extra_fields)
-        self.written += 1
-        self.feedback.setProgress(75 + 5 * self.written)
-        if not _requested(self.parameters, name) or self.feedback.isCanceled():
-            return None
-        sink, dest_id = self.algorithm.parameterAsSink(
-            self.parameters, name, self.context, fields, wkb_type, crs
-        )
-        if sink is None:
-            raise QgsProcessingException(self.algorithm.invalidSinkError(self.parameters, name))
-        for geometry, own, extra in rows:
+        Returns {output name: destination id}, or None when canceled.
+        """
+        names = [name for name in LAYER_OUTPUTS if _requested(self.parameters, name)]
+        total = max(sum(outputs.row_count(name) for name in names), 1)
+        start, end = self.progress_range
+        results, written = {}, 0
+        for name in names:
             if self.feedback.isCanceled():
-                break
-            feature = QgsFeature(fields)
-            if geometry is not None:
-                feature.setGeometry(geometry)
-            feature.setAttributes(list(own) + [to_qgis_value(v) for v in extra])
-            if not sink.addFeature(feature, FAST_INSERT):
-                raise QgsProcessingException(
-                    self.algorithm.writeFeatureError(sink, self.parameters, name)
-                )
-        del sink  # closes and flushes the file before its style is stored in it
-        if style is not None:
-            qml = style_path(style)
-            if self.context.willLoadLayerOnCompletion(dest_id):
-                details = self.context.layerToLoadOnCompletionDetails(dest_id)
-                details.setPostProcessor(StylePostProcessor.for_style(qml))
-            store_style_in_file(dest_id, qml, self.feedback)
-        return dest_id
+                return None
+            fields = outputs.fields(name)
+            sink, dest_id = self.algorithm.parameterAsSink(
+                self.parameters, name, self.context, fields, outputs.wkb_type(name), crs
+            )
+            if sink is None:
+                raise QgsProcessingException(self.algorithm.invalidSinkError(self.parameters, name))
+            rows = outputs.rows(name)
+            for features in feature_batches(
+                fields, rows.geometries, rows.own, rows.columns, rows.transform
+            ):
+                if not sink.addFeatures(features, FAST_INSERT):
+                    raise QgsProcessingException(
+                        self.algorithm.writeFeatureError(sink, self.parameters, name)
+                    )
+                written += len(features)
+                self.feedback.setProgress(start + (end - start) * written / total)
+                if self.feedback.isCanceled():
+                    return None
+            del sink  # closes and flushes the file before its style is stored in it
+            self._style(name, dest_id)
+            results[name] = dest_id
+        return results
+
+    def _style(self, name, dest_id):
+        if name not in STYLES:
+            return
+        qml = style_path(STYLES[name])
+        if self.context.willLoadLayerOnCompletion(dest_id):
+            details = self.context.layerToLoadOnCompletionDetails(dest_id)
+            details.setPostProcessor(StylePostProcessor.for_style(qml))
+        store_style_in_file(dest_id, qml, self.feedback)
 
 
 def _requested(parameters, name) -> bool:
     """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
     return parameters.get(name) not in (None, "")
-
-
-def _fields(*specs) -> QgsFields:
-    fields = QgsFields()
-    for spec in specs:
-        fields.append(spec if isinstance(spec, QgsField) else QgsField(spec[0], spec[1]))
-    return fields
-
-
-def _variant_type(values):
-    """QVariant type of a per-reference column (numpy dtype or object of str)."""
-    dtype = np.asarray(values).dtype
-    if dtype == bool:
-        return QVariant.Bool
-    if np.issubdtype(dtype, np.integer):
-        return QVariant.LongLong
-    if np.issubdtype(dtype, np.floating):
-        return QVariant.Double
-    if all(v is None or isinstance(v, (int, np.integer)) for v in values):
-        return QVariant.LongLong
-    return QVariant.String
-
-
-def _fid_or_none(feature_ids, input_position):
-    return None if input_position < 0 else int(feature_ids[input_position])
 
 
 def _transform(predicted_source, reference_source, context):

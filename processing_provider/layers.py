@@ -1,14 +1,24 @@
-"""QGIS feature sources <-> core arrays: reading geometries and attributes once."""
+"""QGIS feature sources and sinks <-> core arrays: reading geometries and attributes once,
+writing rows in batches."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import shapely
-from qgis.core import QgsCoordinateReferenceSystem, QgsFeatureRequest, QgsProcessingFeedback
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsCsException,
+    QgsFeature,
+    QgsFeatureRequest,
+    QgsGeometry,
+    QgsProcessingFeedback,
+)
 
 from .compat import SKIP_GEOMETRY_CHECKS
 
@@ -51,29 +61,59 @@ def crs_for_pyproj(crs: QgsCoordinateReferenceSystem) -> str | None:
     return layer_crs_definition(crs)
 
 
-def read_source(source, feedback: QgsProcessingFeedback, progress_range=(0.0, 100.0)):
+#: Longest stretch of reading, in seconds, between two cancellation checks and progress
+#: updates (well within the half second a cancel may take).
+CHECK_INTERVAL_S = 0.1
+#: Geometries made from WKB per call: some tens of milliseconds.
+FROM_WKB_CHUNK = 20_000
+
+
+def read_source(
+    source,
+    feedback: QgsProcessingFeedback,
+    progress_range=(0.0, 100.0),
+    attribute_indices=None,
+):
     """Read every feature of a QgsProcessingFeatureSource (selection already honoured).
 
     Geometry validity checks are skipped so that every entry point (toolbox, processing.run,
     qgis_process) behaves the same: invalid geometries reach the core, which repairs them.
+    Geometries cross as WKB and become shapely geometries in vectorised calls.
+
+    Args:
+        attribute_indices: indices of the fields to fetch; None fetches all. Fields not
+            fetched are NULL in ``attributes``, which keeps the source's field order.
+
     Returns a SourceFeatures, or None if the user canceled.
     """
+    request = QgsFeatureRequest()
+    if attribute_indices is not None:
+        request.setSubsetOfAttributes(sorted(set(attribute_indices)))
     total = max(source.featureCount(), 1)
     start, end = progress_range
     wkbs, ids, attributes = [], [], []
-    request = QgsFeatureRequest()
+    add_wkb, add_id, add_attributes = wkbs.append, ids.append, attributes.append
+    next_check = time.monotonic() + CHECK_INTERVAL_S
     for k, feature in enumerate(source.getFeatures(request, SKIP_GEOMETRY_CHECKS)):
+        # A null geometry gives empty WKB, which from_wkb turns into None.
+        add_wkb(feature.geometry().asWkb().data())
+        add_id(feature.id())
+        add_attributes(feature.attributes())
+        if time.monotonic() >= next_check:
+            if feedback.isCanceled():
+                return None
+            feedback.setProgress(start + (end - start) * k / total)
+            next_check = time.monotonic() + CHECK_INTERVAL_S
+    wkbs = np.array(wkbs, dtype=object).reshape(-1)
+    geometries = np.empty(len(wkbs), dtype=object)
+    for chunk in range(0, len(wkbs), FROM_WKB_CHUNK):
         if feedback.isCanceled():
             return None
-        geometry = feature.geometry()
-        wkbs.append(None if geometry.isNull() else bytes(geometry.asWkb()))
-        ids.append(feature.id())
-        attributes.append(feature.attributes())
-        if k % 1000 == 0:
-            feedback.setProgress(start + (end - start) * k / total)
-    geometries = shapely.from_wkb(np.array(wkbs, dtype=object), on_invalid="ignore")
+        part = slice(chunk, chunk + FROM_WKB_CHUNK)
+        geometries[part] = shapely.from_wkb(wkbs[part], on_invalid="ignore")
+    feedback.setProgress(end)
     return SourceFeatures(
-        geometries=np.asarray(geometries, dtype=object).reshape(-1),
+        geometries=geometries,
         feature_ids=np.array(ids, dtype=np.int64),
         attributes=attributes,
         crs_wkt=layer_crs_definition(source.sourceCrs()),
@@ -94,6 +134,85 @@ def to_qgis_value(value):
     if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
     return value
+
+
+def qgis_values(values) -> list:
+    """A column as a list of plain Python values QGIS accepts: ``[to_qgis_value(v) for v in
+    values]``, done in bulk for numeric and boolean numpy arrays (NaN becomes None)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        plain = values.tolist()
+        if values.dtype.kind == "f":
+            for k in np.flatnonzero(np.isnan(values)).tolist():
+                plain[k] = None
+        return plain
+    return [to_qgis_value(v) for v in values]
+
+
+#: At most this many rows per addFeatures call, and at most this many vertices unless one
+#: row has more: a batch is some tens of milliseconds of work (a few tenths of a second for
+#: polygons of hundreds of thousands of vertices), between which the caller checks for
+#: cancellation.
+WRITE_BATCH_ROWS = 1000
+WRITE_BATCH_VERTICES = 500_000
+
+
+def feature_batches(fields, geometries, own_attributes, columns, transform=None):
+    """The rows of an output as lists of QgsFeature, batch by batch, for sink.addFeatures.
+
+    Args:
+        fields: QgsFields of the sink: the own fields, then one per column.
+        geometries: object array (n,) of shapely polygonal geometries, made multi-part on the
+            way; None for a table without geometry.
+        own_attributes: list (n,) of attribute lists (an input feature's own values, in
+            field order), or None when the rows have none.
+        columns: list of columns, each a list (n,) of plain values (see qgis_values).
+        transform: QgsCoordinateTransform applied to every geometry, or None; a geometry
+            it cannot transform is written as a null geometry.
+
+    Yields lists of at most WRITE_BATCH_ROWS features (WRITE_BATCH_VERTICES vertices).
+    """
+    n = len(geometries) if geometries is not None else len(columns[0]) if columns else 0
+    values = zip(*columns) if columns else itertools.repeat(())
+    for start, stop in _batch_bounds(n, geometries):
+        # WKB made per batch: one vectorised call, and no copy of a whole layer at once.
+        wkbs = shapely.to_wkb(geometries[start:stop]).tolist() if geometries is not None else None
+        features = []
+        for k, extra in zip(range(start, stop), values):
+            feature = QgsFeature(fields)
+            if wkbs is not None:
+                feature.setGeometry(_multi_geometry(wkbs[k - start], transform))
+            feature.setAttributes(
+                [*own_attributes[k], *extra] if own_attributes is not None else list(extra)
+            )
+            features.append(feature)
+        yield features
+
+
+def _batch_bounds(n, geometries):
+    """(start, stop) of consecutive batches of rows (see WRITE_BATCH_ROWS)."""
+    ends = (
+        np.cumsum(shapely.get_num_coordinates(geometries)) if geometries is not None
+        else np.zeros(n)
+    )
+    start = 0
+    while start < n:
+        before = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, before + WRITE_BATCH_VERTICES, side="right"))
+        stop = min(max(stop, start + 1), start + WRITE_BATCH_ROWS, n)
+        yield start, stop
+        start = stop
+
+
+def _multi_geometry(wkb, transform):
+    geometry = QgsGeometry()
+    geometry.fromWkb(wkb)
+    geometry.convertToMultiType()
+    if transform is not None:
+        try:
+            geometry.transform(transform)
+        except QgsCsException:
+            return QgsGeometry()
+    return geometry
 
 
 class _FeedbackLogHandler(logging.Handler):

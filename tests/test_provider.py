@@ -8,6 +8,7 @@ import pyproj
 import pytest
 from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
 from qgis.core import (
+    NULL,
     QgsCoordinateReferenceSystem,
     QgsFeature,
     QgsGeometry,
@@ -113,6 +114,34 @@ def test_per_field_table_joins_back_on_the_reference_id(ioueval_provider):
     assert matched == 85
     tp_ref_ids = {f["ref_id"] for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()}
     assert tp_ref_ids == {f["CSBID"] for f in per_field.getFeatures() if f["matched"]}
+
+
+def test_outputs_written_in_small_batches_keep_every_row(ioueval_provider, monkeypatch):
+    # At most 7 rows or 100 vertices per batch: every output spans many batches.
+    from iou_evaluation.processing_provider import layers
+
+    monkeypatch.setattr(layers, "WRITE_BATCH_ROWS", 7)
+    monkeypatch.setattr(layers, "WRITE_BATCH_VERTICES", 100)
+    result = run(
+        {
+            "PREDICTED": SAMPLE_PREDICTED,
+            "REFERENCE": SAMPLE_REFERENCE,
+            "REFERENCE_ID_FIELD": "CSBID",
+        }
+    )
+    tp, fp, fn, per_field = (
+        layer_of(result[name])
+        for name in ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES", "PER_FIELD")
+    )
+    assert [layer.featureCount() for layer in (tp, fp, fn, per_field)] == [85, 15, 15, 100]
+    table = {f["CSBID"]: f for f in per_field.getFeatures()}
+    for feature in tp.getFeatures():
+        assert table[feature["ref_id"]]["matched"]
+        assert table[feature["ref_id"]]["iou"] == pytest.approx(feature["iou"], rel=1e-12)
+    unmatched = {key for key, row in table.items() if not row["matched"]}
+    assert {f["CSBID"] for f in fn.getFeatures()} == unmatched
+    assert all(table[key]["iou"] == NULL and table[key]["pred_fid"] == NULL for key in unmatched)
+    assert all(not f.geometry().isNull() for layer in (tp, fp, fn) for f in layer.getFeatures())
 
 
 def small_layers():
@@ -335,6 +364,9 @@ def test_groups_classes_taxonomy_and_ignore_regions_through_the_algorithm(
         }
     )
     assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (1, 0, 1)
+    # The two predictions on the crowd region are in no layer output: neither TP nor FP.
+    assert [layer_of(result[name]).featureCount() for name in
+            ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES")] == [1, 0, 1]
     metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
     assert metrics["count_predicted_ignored"] == 2
     assert metrics["per_group"]["a"]["count_tp"] == 1

@@ -1,0 +1,191 @@
+"""The rows of ioueval:evaluatepolygons' layer outputs, built column-wise from an evaluation:
+matched predictions (TP), unmatched predictions (FP), unmatched references (FN) and the
+per-field table."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from qgis.core import QgsCoordinateTransform, QgsField, QgsFields, QgsProcessingUtils
+from qgis.PyQt.QtCore import QVariant
+
+from .compat import MULTI_POLYGON, NO_GEOMETRY
+from .layers import qgis_values
+
+TRUE_POSITIVES = "TRUE_POSITIVES"
+FALSE_POSITIVES = "FALSE_POSITIVES"
+FALSE_NEGATIVES = "FALSE_NEGATIVES"
+PER_FIELD = "PER_FIELD"
+#: The layer outputs, in the order they are written.
+LAYER_OUTPUTS = (TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD)
+#: QML style (resources/styles) of each layer output that has one.
+STYLES = {
+    TRUE_POSITIVES: "true_positives",
+    FALSE_POSITIVES: "false_positives",
+    FALSE_NEGATIVES: "false_negatives",
+}
+
+
+@dataclass
+class OutputRows:
+    """The n rows of one layer output, column-wise (the shape layers.feature_batches takes).
+
+    Attributes:
+        geometries: object array (n,) of the evaluated (repaired, 2D) shapely geometries in
+            their input layer's CRS; None for the per-field table.
+        own: list (n,) of the input features' attribute lists; None for the per-field table.
+        columns: the evaluation's columns, lists (n,) of plain values, one per extra field.
+        transform: to the reference layer's CRS, for predicted geometries in another CRS.
+    """
+
+    geometries: np.ndarray | None
+    own: list | None
+    columns: list
+    transform: QgsCoordinateTransform | None = None
+
+
+class EvaluationOutputs:
+    """Fields and rows of the layer outputs of one evaluation; rows are built on demand.
+
+    Args:
+        evaluation: core.Evaluation; row k of its prepared layers is input row ``keep[k]``.
+        predicted, reference: layers.SourceFeatures as read (attributes are needed only for
+            the outputs that copy them: TP and FP for predicted, FN for reference).
+        predicted_fields, reference_fields: the sources' QgsFields.
+        ref_ids: list (n_reference_input,) of the reference id of every input row (the id
+            field's values, or feature ids).
+        id_field: QgsField of the per-field table's key column (the id field or ``ref_fid``).
+        transform: QgsCoordinateTransform from the predicted to the reference layer's CRS, or
+            None when they are the same.
+    """
+
+    def __init__(self, evaluation, predicted, reference, predicted_fields, reference_fields,
+                 ref_ids, id_field, transform):
+        self.evaluation, self.predicted, self.reference = evaluation, predicted, reference
+        self.predicted_fields, self.reference_fields = predicted_fields, reference_fields
+        self.ref_ids, self.id_field, self.transform = ref_ids, id_field, transform
+        pred_matched = np.asarray(evaluation.per_predicted["matched"], dtype=bool)
+        # Predictions on ignore regions are neither TP nor FP (as in the report).
+        pred_ignored = np.asarray(evaluation.per_predicted["ignored"], dtype=bool)
+        ref_matched = np.asarray(evaluation.per_reference["matched"], dtype=bool)
+        #: Rows of the prepared layers in each output.
+        self.table_rows = {
+            TRUE_POSITIVES: np.flatnonzero(pred_matched),
+            FALSE_POSITIVES: np.flatnonzero(~pred_matched & ~pred_ignored),
+            FALSE_NEGATIVES: np.flatnonzero(~ref_matched),
+            PER_FIELD: np.arange(evaluation.reference.n),
+        }
+
+    def row_count(self, name: str) -> int:
+        return len(self.table_rows[name])
+
+    def wkb_type(self, name: str):
+        return NO_GEOMETRY if name == PER_FIELD else MULTI_POLYGON
+
+    def fields(self, name: str) -> QgsFields:
+        """The output's fields: the input layer's own fields, then the evaluation's."""
+        if name == TRUE_POSITIVES:
+            ref_id = QgsField(self.id_field)
+            ref_id.setName("ref_id")
+            return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
+                ref_id, ("iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
+                ("ref_area_m2", QVariant.Double),
+            ))
+        if name == FALSE_POSITIVES:
+            return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
+                ("best_iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
+                ("overlaps_reference", QVariant.Bool),
+            ))
+        if name == FALSE_NEGATIVES:
+            return QgsProcessingUtils.combineFields(self.reference_fields, _fields(
+                ("best_iou", QVariant.Double), ("ref_area_m2", QVariant.Double),
+                ("max_overlap_pred_fid", QVariant.LongLong),
+            ))
+        return _fields(self.id_field, *(
+            QgsField(key, variant_type) for key, variant_type, _ in self._per_field_columns
+        ))
+
+    def rows(self, name: str) -> OutputRows:
+        """The output's rows, in prepared-layer order (so in input order)."""
+        evaluation = self.evaluation
+        k = self.table_rows[name]
+        per_pred, per_ref = evaluation.per_predicted, evaluation.per_reference
+        if name == PER_FIELD:
+            ids = [self.ref_ids[i] for i in evaluation.reference.keep.tolist()]
+            columns = [qgis_values(ids)] + [values for _, _, values in self._per_field_columns]
+            return OutputRows(None, None, columns)
+        if name == FALSE_NEGATIVES:
+            return OutputRows(
+                evaluation.reference.source[k],
+                _own(self.reference, evaluation.reference, k),
+                [
+                    qgis_values(np.asarray(per_ref["best_iou"])[k]),
+                    qgis_values(np.asarray(per_ref["area_m2"])[k]),
+                    self._predicted_ids(np.asarray(per_ref["max_overlap_pred_index"])[k]),
+                ],
+            )
+        if name == TRUE_POSITIVES:
+            ref_index = np.asarray(per_pred["ref_index"])[k]
+            keys = ("iou", "area_m2", "ref_area_m2")
+            columns = [qgis_values([self.ref_ids[i] for i in ref_index.tolist()])]
+        else:
+            keys = ("best_iou", "area_m2", "overlaps_reference")
+            columns = []
+        columns += [qgis_values(np.asarray(per_pred[key])[k]) for key in keys]
+        return OutputRows(
+            evaluation.predicted.source[k],
+            _own(self.predicted, evaluation.predicted, k),
+            columns,
+            self.transform,
+        )
+
+    @functools.cached_property
+    def _per_field_columns(self) -> list:
+        """(name, QVariant type, plain values) of every per-reference column; columns of
+        predicted input positions (``*_index``) become predicted feature ids (``*_fid``)."""
+        columns = []
+        for key, values in self.evaluation.per_reference.items():
+            if key.endswith("_index"):
+                fids = self._predicted_ids(values)
+                columns.append((key[: -len("_index")] + "_fid", _variant_type(fids), fids))
+            else:
+                columns.append((key, _variant_type(values), qgis_values(values)))
+        return columns
+
+    def _predicted_ids(self, input_positions) -> list:
+        """Predicted feature ids (int) at input positions (int array), None where -1."""
+        input_positions = np.asarray(input_positions)
+        values = [None] * len(input_positions)
+        has_id = np.flatnonzero(input_positions >= 0)
+        fids = self.predicted.feature_ids[input_positions[has_id]]
+        for k, fid in zip(has_id.tolist(), fids.tolist()):
+            values[k] = fid
+        return values
+
+
+def _own(features, layer, k) -> list:
+    """Attribute lists of prepared rows k (input rows layer.keep[k])."""
+    return [features.attributes[i] for i in layer.keep[k].tolist()]
+
+
+def _fields(*specs) -> QgsFields:
+    fields = QgsFields()
+    for spec in specs:
+        fields.append(spec if isinstance(spec, QgsField) else QgsField(spec[0], spec[1]))
+    return fields
+
+
+def _variant_type(values):
+    """QVariant type of a per-reference column (numpy dtype or object of str)."""
+    dtype = np.asarray(values).dtype
+    if dtype == bool:
+        return QVariant.Bool
+    if np.issubdtype(dtype, np.integer):
+        return QVariant.LongLong
+    if np.issubdtype(dtype, np.floating):
+        return QVariant.Double
+    if all(v is None or isinstance(v, (int, np.integer)) for v in values):
+        return QVariant.LongLong
+    return QVariant.String
