@@ -4,133 +4,121 @@ distance of the other layer's boundaries, measured in the WGS 84 / UTM zone of e
 Exact up to rounding (the agribound seed: "the length of one layer's boundary inside the union
 of circular-arc buffers of the other layer's boundaries, without polygonal buffer
 approximation"); see ``boundary_within_tolerance``.
+
+Both layers are measured in one pass: the pairs of boundary pieces (one of each layer) within
+the tolerance of each other are found once, and each pair gives both the part of the first
+piece inside the second one's capsule and the part of the second inside the first one's. The
+plane is cut into tiles that each hold the boundaries near them, so memory stays bounded and
+tiles run on both cores.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyproj
 import shapely
 
-from .boundary import ZonedLayer, _TINY, _check_same_space, _utm_crs
+from .boundary import ZonedLayer, _check_same_space, _utm_crs
 from .checks import check_positive
-from .parallel import run_chunks
-from .segments import (
-    SegmentGrid,
-    boundary_segments,
-    frame_capsule,
-    hypot,
-    segment_frame,
-    split_segments,
-    union_length,
-)
+from .parallel import ProgressCallback, run_chunks
+from .segments import hypot, ranges
 
-#: A grid has at most this many cells along an axis (keys stay well inside int64).
-_MAX_CELLS_PER_AXIS = 1 << 24
+#: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
+#: 20 MB of memory.
+_TILE_VERTICES = 50_000
 
-#: Query pieces of the tolerance computation are processed this many at a time.
-_TOLERANCE_CHUNK = 100_000
+#: Segments are cut into pieces no longer than this many tolerances, or the mean segment
+#: length when that is longer. Pieces are the unit of the search; short ones are often wholly
+#: inside one capsule, which spares solving the others.
+_PIECE_TOLERANCES = 3.0
+
+#: The cells of a tile's grid are this many tolerances wide (and at least half a piece).
+_CELL_TOLERANCES = 2.0
+
+#: A tile's grid has at most this many cells (coarser cells beyond).
+_MAX_TILE_CELLS = 1 << 20
+
+#: Pieces query the grid this many at a time, and candidate pairs are solved this many at a
+#: time: the arrays stay in the processor's cache.
+_QUERY_CHUNK = 8_192
+_BLOCK = 16_384
+
+#: Relative slack for the box filters (of the coordinates' magnitude): they may keep a few
+#: more candidates than needed, never fewer.
+_SLACK = 1e-9
+
+#: Slopes (sine or cosine of the angle between two pieces) below this count as 0.
+_FLAT = 1e-300
+
+#: Shapely geometry type ids of a Polygon and of curves (LineString, LinearRing).
+_POLYGON = 3
+_LINES = (1, 2)
 
 
 def tolerance_lengths_in_utm(
-    layer: ZonedLayer, other: ZonedLayer, tolerance_m: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Boundary length of each polygon of ``layer`` within ``tolerance_m`` of ``other``'s
-    boundaries, and its perimeter, each polygon measured in its own UTM zone.
+    reference: ZonedLayer,
+    predicted: ZonedLayer,
+    tolerance_m: float,
+    progress: ProgressCallback | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Boundary length of each polygon of both layers within ``tolerance_m`` of the other
+    layer's boundaries, and its perimeter, each polygon measured in its own UTM zone.
 
-    For the polygons of one zone, the polygons of ``other`` that can be near them are
-    transformed into that zone (those already in it are reused).
+    The polygons of one zone are measured against the other layer's polygons of that zone in
+    one pass, both ways. A polygon near polygons of the other layer from another zone (near a
+    zone border) is then measured again against all the polygons near it, those from other
+    zones transformed into its zone.
 
     Args:
-        layer: the polygons measured (reference for boundary recall, predicted for precision).
-        other: the other layer.
+        reference, predicted: the two layers with their zones (``zoned_layer``).
         tolerance_m: the tolerance in metres, > 0.
+        progress: optional callable(fraction done, in [0, 1]), called between tiles; it may
+            raise (``progress.EvaluationCanceled``) to stop the work.
 
     Returns:
-        ``(within_m, perimeter_m)``: float arrays, shape (layer.n,), 0 for rows without a
-        boundary (missing, empty, non-finite, no zone).
+        ``(within_ref_m, perimeter_ref_m, within_pred_m, perimeter_pred_m)``: float arrays of
+        shapes (reference.n,) and (predicted.n,); 0 for rows without a boundary (missing,
+        empty, non-finite, no zone). ``within <= perimeter``.
 
     Raises:
         ValueError: bad ``tolerance_m``, one layer planar and the other not.
 
-    Source: agribound seed, boundary_recall / boundary_precision.
+    Source: agribound seed, boundary_recall (reference) and boundary_precision (predicted).
     """
     tol = check_positive(tolerance_m, "tolerance_m")
-    _check_same_space(layer, other)
-    within = np.zeros(layer.n)
-    perimeter = np.zeros(layer.n)
-    if layer.n == 0:
-        return within, perimeter
-    if layer.crs is None:
-        return boundary_within_tolerance(layer.local, other.local, tol)
-    other_boxes = _source_box_outlines(other) if other.n else None
-    for code in np.unique(layer.epsg):
-        if code == 0:
-            continue
-        sel = np.flatnonzero(layer.epsg == code)
-        geoms = layer.local[sel]
-        near = _near_in_zone(geoms, other, int(code), other_boxes, tol)
-        within[sel], perimeter[sel] = boundary_within_tolerance(
-            geoms, other.in_zone(near, int(code)), tol
+    _check_same_space(reference, predicted)
+    if reference.crs is None:
+        return _lengths_within(reference.local, predicted.local, tol, True, progress)
+    within_ref, perimeter_ref = np.zeros(reference.n), np.zeros(reference.n)
+    within_pred, perimeter_pred = np.zeros(predicted.n), np.zeros(predicted.n)
+    codes = [int(c) for c in np.unique(np.r_[reference.epsg, predicted.epsg]) if c != 0]
+    weights = [np.sum(reference.epsg == c) + np.sum(predicted.epsg == c) for c in codes]
+    done = np.cumsum([0] + weights) / max(sum(weights), 1)
+    for k, code in enumerate(codes):
+        ri = np.flatnonzero(reference.epsg == code)
+        pi = np.flatnonzero(predicted.epsg == code)
+        within_ref[ri], perimeter_ref[ri], within_pred[pi], perimeter_pred[pi] = (
+            _lengths_within(reference.local[ri], predicted.local[pi], tol, True,
+                            _part(progress, done[k], done[k + 1]))
         )
-    return within, perimeter
-
-
-def _source_box_outlines(layer: ZonedLayer, per_side: int = 16) -> np.ndarray:
-    """Outline points of each geometry's bounding box in its source CRS, shape (n, 4k, 2)."""
-    bounds = shapely.bounds(layer.source)  # NaN for missing geometries
-    t = np.arange(per_side) / per_side
-    x0, y0, x1, y1 = (bounds[:, k : k + 1] for k in range(4))
-    xs = np.concatenate([x0 + (x1 - x0) * t, np.broadcast_to(x1, (len(x0), per_side)),
-                         x1 - (x1 - x0) * t, np.broadcast_to(x0, (len(x0), per_side))], axis=1)
-    ys = np.concatenate([np.broadcast_to(y0, (len(y0), per_side)), y0 + (y1 - y0) * t,
-                         np.broadcast_to(y1, (len(y0), per_side)), y1 - (y1 - y0) * t], axis=1)
-    return np.stack([xs, ys], axis=-1)
-
-
-def _near_in_zone(
-    geoms: np.ndarray, other: ZonedLayer, epsg: int, outlines: np.ndarray, tol: float
-) -> np.ndarray:
-    """Positions in ``other`` of the polygons whose zone-``epsg`` box comes within ``tol``
-    (plus a margin) of the box of all ``geoms``.
-
-    A polygon's box in the zone is the box of its source box's outline (16 points a side)
-    transformed to the zone, grown by 1 % and 1 m for the curvature of the outline's image.
-    A coarse filter only: the exact test is the segment-level one.
-    """
-    if other.n == 0:
-        return np.zeros(0, dtype=np.int64)
-    bounds = shapely.bounds(geoms)
-    ok = np.isfinite(bounds).all(axis=1)
-    if not ok.any():
-        return np.zeros(0, dtype=np.int64)
-    lo = bounds[ok, :2].min(axis=0) - tol
-    hi = bounds[ok, 2:].max(axis=0) + tol
-    box = np.full((other.n, 4), np.nan)
-    same = other.epsg == epsg
-    local_bounds = shapely.bounds(other.local[same])
-    box[same] = local_bounds
-    rest = np.flatnonzero(~same & np.isfinite(outlines).all(axis=(1, 2)))
-    if len(rest):
-        pts = outlines[rest].reshape(-1, 2)
-        transformer = pyproj.Transformer.from_crs(other.crs, _utm_crs(epsg), always_xy=True)
-        x, y = transformer.transform(pts[:, 0], pts[:, 1], errcheck=False)
-        x = np.asarray(x, dtype=float).reshape(len(rest), -1)
-        y = np.asarray(y, dtype=float).reshape(len(rest), -1)
-        with np.errstate(invalid="ignore"):
-            good = (np.isfinite(x) & np.isfinite(y)).all(axis=1)
-            bx = np.column_stack([x.min(1), y.min(1), x.max(1), y.max(1)])
-        margin = 0.01 * np.maximum(bx[:, 2] - bx[:, 0], bx[:, 3] - bx[:, 1]) + 1.0
-        bx[:, :2] -= margin[:, None]
-        bx[:, 2:] += margin[:, None]
-        bx[~good] = np.nan
-        box[rest] = bx
-    with np.errstate(invalid="ignore"):
-        hit = (box[:, 0] <= hi[0]) & (box[:, 2] >= lo[0]) & (box[:, 1] <= hi[1]) & (
-            box[:, 3] >= lo[1]
-        )
-    return np.flatnonzero(hit)
-
+        for layer, other, rows, within in (
+            (reference, predicted, ri, within_ref),
+            (predicted, reference, pi, within_pred),
+        ):
+            if np.all(other.epsg == code):
+                continue
+            boxes = _zone_boxes(other, code)
+            foreign = boxes.copy()
+            foreign[other.epsg == code] = np.nan
+            mixed = rows[_near_boxes(layer.local[rows], foreign, tol)[0]]
+            if len(mixed):
+                near = _near_boxes(layer.local[mixed], boxes, tol)[1]
+                within[mixed] = _lengths_within(
+                    layer.local[mixed], other.in_zone(near, code), tol, False
+                )[0]
+    return within_ref, perimeter_ref, within_pred, perimeter_pred
 
 
 def boundary_within_tolerance(
@@ -138,10 +126,10 @@ def boundary_within_tolerance(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Length of each polygon's boundary within ``tolerance_m`` of any boundary of ``others``.
 
-    Exact up to rounding: the boundary is split into straight segments; the part of a segment
-    within the tolerance of a segment of ``others`` is its intersection with that segment's
+    Exact up to rounding: the boundary is split into straight pieces; the part of a piece
+    within the tolerance of a piece of ``others`` is its intersection with that piece's
     capsule (a rectangle capped by two half-discs, convex, so one interval, solved in closed
-    form), and the intervals of each segment are united. No polygonal buffer is built.
+    form), and the intervals of each piece are united. No polygonal buffer is built.
 
     Args:
         polygons: object array, shape (n,), of polygonal geometries (None allowed).
@@ -160,77 +148,532 @@ def boundary_within_tolerance(
     boundary inside the union of circular-arc buffers of the other layer's boundaries").
     """
     tol = check_positive(tolerance_m, "tolerance_m")
-    polys = np.asarray(polygons, dtype=object).reshape(-1)
-    oth = np.asarray(others, dtype=object).reshape(-1)
-    n = len(polys)
-    seg_a = boundary_segments(polys)
-    perimeter = np.bincount(seg_a.owner, weights=seg_a.length, minlength=n)
-    within = np.zeros(n)
-    seg_b = boundary_segments(oth)
-    if seg_a.n == 0 or seg_b.n == 0:
-        return within, perimeter
-    # Only the segments of others near the box of all polygons matter; coordinates are
-    # taken from that box's lower-left corner.
-    lo_x = min(seg_a.x0.min(), seg_a.x1.min()) - tol
-    lo_y = min(seg_a.y0.min(), seg_a.y1.min()) - tol
-    hi_x = max(seg_a.x0.max(), seg_a.x1.max()) + tol
-    hi_y = max(seg_a.y0.max(), seg_a.y1.max()) + tol
-    b = seg_b
-    near = (
-        (np.minimum(b.x0, b.x1) <= hi_x) & (np.maximum(b.x0, b.x1) >= lo_x)
-        & (np.minimum(b.y0, b.y1) <= hi_y) & (np.maximum(b.y0, b.y1) >= lo_y)
+    within, perimeter, _, _ = _lengths_within(
+        np.asarray(polygons, dtype=object).reshape(-1),
+        np.asarray(others, dtype=object).reshape(-1), tol, False,
     )
-    if not near.any():
-        return within, perimeter
-    bx0, by0, bx1, by1 = b.x0[near] - lo_x, b.y0[near] - lo_y, b.x1[near] - lo_x, b.y1[near] - lo_y
-    extent = np.array([[hi_x - lo_x, hi_y - lo_y]])
-    b_len = hypot(bx1 - bx0, by1 - by0)
-    long_enough = b_len > _TINY * extent.max()  # shorter ones are covered by their neighbours
-    bx0, by0, bx1, by1, b_len = (v[long_enough] for v in (bx0, by0, bx1, by1, b_len))
-    if len(bx0) == 0:
-        return within, perimeter
-    cell = max(2.0 * tol, float(np.mean(b_len)), float(extent.max()) / _MAX_CELLS_PER_AXIS)
-    grid = SegmentGrid(bx0, by0, bx1, by1, np.zeros(len(bx0), np.int64), np.array([cell]),
-                       np.zeros((1, 2)), extent)
-    qx0, qy0, qx1, qy1, parent, _ = split_segments(
-        seg_a.x0 - lo_x, seg_a.y0 - lo_y, seg_a.x1 - lo_x, seg_a.y1 - lo_y, np.full(seg_a.n, cell)
-    )
-    # Query in cell order, for local memory access in the grid; pieces of no length cover none.
-    order = np.argsort(grid.cell_key(qx0, qy0, np.zeros(len(qx0), np.int64)), kind="stable")
-    order = order[hypot(qx1 - qx0, qy1 - qy0)[order] > 0]
-    qx0, qy0, qx1, qy1, parent = qx0[order], qy0[order], qx1[order], qy1[order], parent[order]
-    covered = np.zeros(len(qx0))
+    return within, perimeter
 
-    def run(start: int) -> None:
-        stop = min(start + _TOLERANCE_CHUNK, len(qx0))
-        covered[start:stop] = _covered_length(
-            grid, qx0[start:stop], qy0[start:stop], qx1[start:stop], qy1[start:stop],
-            bx0, by0, bx1, by1, tol,
+
+def _part(progress, lo: float, hi: float):
+    """``progress`` rescaled so that this part reports from ``lo`` to ``hi`` of the whole."""
+    if progress is None:
+        return None
+    return lambda fraction: progress(lo + (hi - lo) * fraction)
+
+
+# ---------------------------------------------------------------------------
+# Zones
+# ---------------------------------------------------------------------------
+
+
+def _zone_boxes(layer: ZonedLayer, epsg: int) -> np.ndarray:
+    """Bounding box of each geometry of ``layer`` in UTM zone ``epsg``, shape (n, 4); NaN for
+    missing geometries.
+
+    Geometries of the zone give their own box; the others the box of their source box's
+    outline (16 points a side) transformed to the zone, grown by 1 % and 1 m for the curvature
+    of the outline's image. A coarse filter only: the exact test is the piece-level one.
+    """
+    box = np.full((layer.n, 4), np.nan)
+    same = layer.epsg == epsg
+    box[same] = shapely.bounds(layer.local[same])
+    rest = np.flatnonzero(~same)
+    bounds = shapely.bounds(layer.source[rest])
+    finite = np.isfinite(bounds).all(axis=1)
+    rest, bounds = rest[finite], bounds[finite]
+    if len(rest):
+        x, y = _box_outlines(bounds)
+        transformer = pyproj.Transformer.from_crs(layer.crs, _utm_crs(epsg), always_xy=True)
+        x, y = transformer.transform(x.ravel(), y.ravel(), errcheck=False)
+        x = np.asarray(x, dtype=float).reshape(len(rest), -1)
+        y = np.asarray(y, dtype=float).reshape(len(rest), -1)
+        with np.errstate(invalid="ignore"):
+            good = (np.isfinite(x) & np.isfinite(y)).all(axis=1)
+            bx = np.column_stack([x.min(1), y.min(1), x.max(1), y.max(1)])
+        margin = 0.01 * np.maximum(bx[:, 2] - bx[:, 0], bx[:, 3] - bx[:, 1]) + 1.0
+        bx[:, :2] -= margin[:, None]
+        bx[:, 2:] += margin[:, None]
+        bx[~good] = np.nan
+        box[rest] = bx
+    return box
+
+
+def _box_outlines(bounds: np.ndarray, per_side: int = 16):
+    """x and y of points along the outline of each box (xmin, ymin, xmax, ymax) of
+    ``bounds`` (shape (n, 4)), each of shape (n, 4 per_side)."""
+    t = np.arange(per_side) / per_side
+    x0, y0, x1, y1 = (bounds[:, k : k + 1] for k in range(4))
+    n = len(bounds)
+    xs = np.concatenate([x0 + (x1 - x0) * t, np.broadcast_to(x1, (n, per_side)),
+                         x1 - (x1 - x0) * t, np.broadcast_to(x0, (n, per_side))], axis=1)
+    ys = np.concatenate([np.broadcast_to(y0, (n, per_side)), y0 + (y1 - y0) * t,
+                         np.broadcast_to(y1, (n, per_side)), y1 - (y1 - y0) * t], axis=1)
+    return xs, ys
+
+
+def _near_boxes(geoms: np.ndarray, boxes: np.ndarray, tol: float):
+    """Which geometries and which boxes come within ``tol`` of each other (box against box).
+
+    Args:
+        geoms: object array, shape (n,), of geometries.
+        boxes: float array, shape (m, 4); rows with NaN are ignored.
+
+    Returns:
+        ``(geometry_rows, box_rows)``: sorted int arrays of the geometries near some box and
+        of the boxes near some geometry.
+    """
+    none = np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(np.isfinite(boxes).all(axis=1))
+    mine = shapely.bounds(geoms)
+    fine = np.flatnonzero(np.isfinite(mine).all(axis=1))
+    if len(rows) == 0 or len(fine) == 0:
+        return none, none
+    tree = shapely.STRtree(shapely.box(*boxes[rows].T))
+    m = mine[fine]
+    grown = shapely.box(m[:, 0] - tol, m[:, 1] - tol, m[:, 2] + tol, m[:, 3] + tol)
+    hit_geom, hit_box = tree.query(grown, predicate="intersects")
+    return fine[np.unique(hit_geom)], rows[np.unique(hit_box)]
+
+
+# ---------------------------------------------------------------------------
+# Both layers in one metric CRS, by tiles
+# ---------------------------------------------------------------------------
+
+
+def _lengths_within(a: np.ndarray, b: np.ndarray, tol: float, both: bool, progress=None):
+    """Boundary length of each polygon of ``a`` within ``tol`` of ``b``'s boundaries and its
+    perimeter, and when ``both`` the same for ``b`` against ``a``.
+
+    The plane is cut into tiles of about ``_TILE_VERTICES`` vertices (``_tiles``). A piece of
+    boundary (``_Pieces``) belongs to the tile holding its start point and is measured there
+    against the pieces of the other layer near the tile.
+
+    Returns:
+        ``(within_a, perimeter_a, within_b, perimeter_b)``: float arrays, shapes (len(a),)
+        and (len(b),); the ``b`` ones are zeros unless ``both``.
+    """
+    na, nb = len(a), len(b)
+    within_a, perimeter_a = np.zeros(na), np.zeros(na)
+    within_b, perimeter_b = np.zeros(nb), np.zeros(nb)
+    with np.errstate(invalid="ignore"):
+        box_a, box_b = shapely.bounds(a), shapely.bounds(b)  # NaN for missing or empty
+        ok_a, ok_b = np.isfinite(box_a).all(axis=1), np.isfinite(box_b).all(axis=1)
+    if not (ok_a.any() or (both and ok_b.any())):
+        return within_a, perimeter_a, within_b, perimeter_b
+    boxes = np.concatenate([box_a[ok_a], box_b[ok_b]])
+    vertices = np.concatenate([shapely.get_num_coordinates(a[ok_a]),
+                               shapely.get_num_coordinates(b[ok_b])]).astype(float)
+    lengths = np.concatenate([shapely.length(a[ok_a]), shapely.length(b[ok_b])])
+    finite = np.isfinite(lengths)
+    mean_length = float(lengths[finite].sum()) / max(float(vertices[finite].sum()), 1.0)
+    piece = max(_PIECE_TOLERANCES * tol, mean_length)
+    # A piece of the tile is within ``piece`` of it, and what is within ``tol`` of the piece
+    # within ``margin`` (with slack for rounding).
+    margin = (piece + tol) * (1 + _SLACK) + _SLACK * max(float(np.abs(boxes).max()), 1.0)
+    tiles = _tiles(0.5 * (boxes[:, :2] + boxes[:, 2:]), vertices, _TILE_VERTICES)
+
+    def near_tile(box, ok, tile):
+        x0, y0, x1, y1 = tile
+        return np.flatnonzero(ok & (box[:, 0] <= x1 + margin) & (box[:, 2] >= x0 - margin)
+                              & (box[:, 1] <= y1 + margin) & (box[:, 3] >= y0 - margin))
+
+    def run(tile):
+        ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
+        return ia, ib, _tile_lengths(a[ia], b[ib], tile, tol, piece, margin, both)
+
+    for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
+        within_a[ia] += wa
+        perimeter_a[ia] += pa
+        within_b[ib] += wb
+        perimeter_b[ib] += pb
+    return (np.minimum(within_a, perimeter_a), perimeter_a,
+            np.minimum(within_b, perimeter_b), perimeter_b)
+
+
+def _tiles(centres: np.ndarray, weights: np.ndarray, budget: float) -> list[tuple]:
+    """Rectangles ``(x0, y0, x1, y1)`` (half-open, the outer ones unbounded) that cut the
+    plane into tiles of about ``budget`` weight each: strips at weighted quantiles of the
+    centres' x, each strip cut at weighted quantiles of its centres' y."""
+    k = max(1, math.ceil(float(weights.sum()) / budget))
+    kx = math.ceil(math.sqrt(k))
+    ky = math.ceil(k / kx)
+    xs = [-np.inf, *_cuts(centres[:, 0], weights, kx), np.inf]
+    tiles = []
+    for left, right in zip(xs[:-1], xs[1:]):
+        inside = (centres[:, 0] >= left) & (centres[:, 0] < right)
+        ys = [-np.inf, *_cuts(centres[inside, 1], weights[inside], ky), np.inf]
+        tiles += [(left, bottom, right, top) for bottom, top in zip(ys[:-1], ys[1:])]
+    return tiles
+
+
+def _cuts(values: np.ndarray, weights: np.ndarray, k: int) -> list[float]:
+    """At most k - 1 increasing values that cut ``values`` into k parts of about equal
+    weight."""
+    if k <= 1 or len(values) == 0:
+        return []
+    order = np.argsort(values, kind="stable")
+    total = np.cumsum(weights[order])
+    at = np.searchsorted(total, total[-1] * np.arange(1, k) / k)
+    return [float(v) for v in np.unique(values[order][np.minimum(at, len(values) - 1)])]
+
+
+def _inside(x: np.ndarray, y: np.ndarray, tile) -> np.ndarray:
+    x0, y0, x1, y1 = tile
+    return (x >= x0) & (x < x1) & (y >= y0) & (y < y1)
+
+
+def _segments(geometries: np.ndarray):
+    """Straight segments of the boundaries (exterior and interior rings) of polygonal
+    geometries, or of curves, as ``segments.boundary_segments`` finds them: geometries with
+    a non-finite coordinate have none, repeated vertices make none.
+
+    Returns:
+        ``(x0, y0, x1, y1, owner)``: float arrays and an int array (position of the geometry),
+        shape (n_segments,).
+    """
+    parts, part_owner = shapely.get_parts(geometries, return_index=True)
+    type_id = shapely.get_type_id(parts)
+    polygon = type_id == _POLYGON
+    line = np.isin(type_id, _LINES)
+    rings, ring_part = shapely.get_rings(parts[polygon], return_index=True)
+    curves = np.concatenate([rings, parts[line]])
+    curve_owner = np.concatenate([part_owner[polygon][ring_part], part_owner[line]])
+    coords, curve = shapely.get_coordinates(curves, return_index=True)
+    x, y = coords[:, 0], coords[:, 1]
+    finite = np.isfinite(x) & np.isfinite(y)
+    if not finite.all():
+        bad = np.zeros(len(geometries), dtype=bool)
+        bad[curve_owner[curve[~finite]]] = True
+        keep = ~bad[curve_owner[curve]]
+        x, y, curve = x[keep], y[keep], curve[keep]
+    seg = np.flatnonzero((curve[1:] == curve[:-1]) & ((x[1:] != x[:-1]) | (y[1:] != y[:-1])))
+    return x[seg], y[seg], x[seg + 1], y[seg + 1], curve_owner[curve[seg]]
+
+
+class _Pieces:
+    """The pieces of a tile's segments that matter to the tile.
+
+    Each segment is cut into m equal pieces no longer than ``piece``. A piece belongs to the
+    tile holding its start point (computed from the source coordinates, so the same in every
+    tile: each piece belongs to exactly one tile). The pieces kept are the tile's own and, if
+    not ``own_only``, those whose box comes within ``margin`` of the tile.
+
+    Attributes (arrays over the kept pieces, coordinates from ``origin``): ``px, py`` start,
+    ``ux, uy`` unit direction, ``length``, ``xlo, ylo, xhi, yhi`` box, ``owner`` geometry,
+    ``own`` whether the piece belongs to the tile.
+    """
+
+    _FIELDS = ("own", "px", "py", "ex", "ey", "ux", "uy", "length", "xlo", "xhi", "ylo", "yhi",
+               "owner")
+
+    def __init__(self, segments, tile, piece: float, margin: float, origin, own_only: bool):
+        x0, y0, x1, y1, owner = segments
+        dx, dy = x1 - x0, y1 - y0
+        seg_len = hypot(dx, dy)
+        # Segments shorter than rounding (the square of their length underflows) have no
+        # direction; their ends are those of their neighbours, whose capsules cover them.
+        if not np.all(seg_len > 0):
+            long = np.flatnonzero(seg_len > 0)
+            x0, y0, x1, y1, dx, dy, seg_len, owner = (
+                v[long] for v in (x0, y0, x1, y1, dx, dy, seg_len, owner)
+            )
+        m = np.maximum(1, np.ceil(seg_len / piece)).astype(np.int64)
+        parent = np.repeat(np.arange(len(m)), m)
+        sub = ranges(np.zeros(len(m), dtype=np.int64), m)
+        f0 = sub / m[parent]
+        f1 = (sub + 1) / m[parent]
+        x0, y0, dx, dy = x0[parent], y0[parent], dx[parent], dy[parent]
+        own = _inside(x0 + f0 * dx, y0 + f0 * dy, tile)
+        ox, oy = origin
+        sx, sy = x0 - ox, y0 - oy
+        px, py = sx + f0 * dx, sy + f0 * dy
+        # Vertices stay exact (the first piece starts at one, the last ends at one): where
+        # the other layer's boundary passes at exactly the tolerance from a vertex, as with
+        # coordinates in decimals, the discs' chords are sqrt(rounding) long.
+        last = sub + 1 == m[parent]
+        ex = np.where(last, x1[parent] - ox, sx + f1 * dx)
+        ey = np.where(last, y1[parent] - oy, sy + f1 * dy)
+        xlo, xhi = np.minimum(px, ex), np.maximum(px, ex)
+        ylo, yhi = np.minimum(py, ey), np.maximum(py, ey)
+        if own_only:
+            keep = np.flatnonzero(own)
+        else:
+            left, bottom, right, top = tile
+            keep = np.flatnonzero(own | (
+                (xlo <= right - ox + margin) & (xhi >= left - ox - margin)
+                & (ylo <= top - oy + margin) & (yhi >= bottom - oy - margin)
+            ))
+        parent = parent[keep]
+        self.own, self.px, self.py, self.ex, self.ey = (
+            own[keep], px[keep], py[keep], ex[keep], ey[keep]
         )
+        self.ux, self.uy = dx[keep] / seg_len[parent], dy[keep] / seg_len[parent]
+        self.length = (seg_len / m)[parent]
+        self.xlo, self.xhi, self.ylo, self.yhi = xlo[keep], xhi[keep], ylo[keep], yhi[keep]
+        self.owner = owner[parent]
+        self.n = len(keep)
 
-    run_chunks(run, range(0, len(qx0), _TOLERANCE_CHUNK))
-    within = np.bincount(seg_a.owner[parent], weights=covered, minlength=n)
-    return np.minimum(within, perimeter), perimeter
+    def take(self, order: np.ndarray) -> None:
+        """Reorder every attribute."""
+        for name in self._FIELDS:
+            setattr(self, name, getattr(self, name)[order])
 
 
-def _covered_length(grid, px, py, qx, qy, bx0, by0, bx1, by1, tol) -> np.ndarray:
-    """Length of each piece [p, q] within ``tol`` of the grid's segments (b0, b1)."""
-    zero = np.zeros(len(px), np.int64)
-    qi, seg = grid.query(np.minimum(px, qx) - tol, np.minimum(py, qy) - tol,
-                         np.maximum(px, qx) + tol, np.maximum(py, qy) + tol, zero)
-    ax, ay, bx, by = bx0[seg], by0[seg], bx1[seg], by1[seg]
-    near = (
-        (np.minimum(ax, bx) <= np.maximum(px, qx)[qi] + tol)
-        & (np.maximum(ax, bx) >= np.minimum(px, qx)[qi] - tol)
-        & (np.minimum(ay, by) <= np.maximum(py, qy)[qi] + tol)
-        & (np.maximum(ay, by) >= np.minimum(py, qy)[qi] - tol)
-    )
-    qi, ax, ay, bx, by = qi[near], ax[near], ay[near], bx[near], by[near]
-    if len(qi) == 0:
-        return np.zeros(len(px))
-    length = hypot(qx - px, qy - py)
-    ux, uy = (qx - px) / length, (qy - py) / length
-    frame = segment_frame(px[qi], py[qi], ux[qi], uy[qi], ax, ay, bx, by)
-    lo, hi = frame_capsule(*frame, length[qi], tol)
-    return union_length(qi, lo, hi, length)
+def _tile_lengths(a, b, tile, tol: float, piece: float, margin: float, both: bool):
+    """Lengths within ``tol`` of the boundary pieces that belong to ``tile``, summed per
+    polygon of ``a`` (and of ``b`` when ``both``), and the perimeters of the segments that
+    start in it: ``(within_a, perimeter_a, within_b, perimeter_b)``, shapes (len(a),) and
+    (len(b),). ``a`` and ``b`` are the polygons near the tile."""
+    na, nb = len(a), len(b)
+    wa, wb, pb = np.zeros(na), np.zeros(nb), np.zeros(nb)
+    seg_a, seg_b = _segments(a), _segments(b)
+    pa = _own_lengths(seg_a, tile, na)
+    if both:
+        pb = _own_lengths(seg_b, tile, nb)
+    if len(seg_a[0]) == 0 or len(seg_b[0]) == 0:
+        return wa, pa, wb, pb
+    # Coordinates from the lower-left corner of the segments: more digits for the pieces.
+    origin = (min(seg_a[0].min(), seg_a[2].min(), seg_b[0].min(), seg_b[2].min()),
+              min(seg_a[1].min(), seg_a[3].min(), seg_b[1].min(), seg_b[3].min()))
+    A = _Pieces(seg_a, tile, piece, margin, origin, own_only=not both)
+    B = _Pieces(seg_b, tile, piece, margin, origin, own_only=False)
+    if not both:
+        B.own[:] = False
+    if A.n == 0 or B.n == 0 or not (A.own.any() or B.own.any()):
+        return wa, pa, wb, pb
+    covered_a, covered_b = _covered(A, B, tol, piece)
+    wa = np.bincount(A.owner, weights=np.where(A.own, covered_a, 0.0), minlength=na)
+    if both:
+        wb = np.bincount(B.owner, weights=np.where(B.own, covered_b, 0.0), minlength=nb)
+    return wa, pa, wb, pb
 
+
+def _own_lengths(segments, tile, n: int) -> np.ndarray:
+    """Length of the segments that start in ``tile`` (their first piece is the tile's),
+    summed per geometry, shape (n,)."""
+    x0, y0, x1, y1, owner = segments
+    own = _inside(x0, y0, tile)
+    return np.bincount(owner, weights=np.where(own, hypot(x1 - x0, y1 - y0), 0.0), minlength=n)
+
+
+# ---------------------------------------------------------------------------
+# Pairs of pieces and their capsule intervals
+# ---------------------------------------------------------------------------
+
+
+def _covered(A: _Pieces, B: _Pieces, tol: float, piece: float):
+    """Length of each piece of A within ``tol`` of B's pieces, and of each piece of B within
+    ``tol`` of A's (computed for the pieces that belong to the tile, 0 for the others).
+
+    B is filed in a grid and the pieces of A query it (both are reordered by cell, in place);
+    each pair whose boxes come within ``tol`` of each other is solved both ways
+    (``_pair_block``).
+    """
+    gx, gy = min(A.xlo.min(), B.xlo.min()), min(A.ylo.min(), B.ylo.min())
+    width = max(A.xhi.max(), B.xhi.max()) - gx
+    height = max(A.yhi.max(), B.yhi.max()) - gy
+    # (w/c + 1)(h/c + 1) cells: at most twice _MAX_TILE_CELLS, plus one.
+    cell = max(_CELL_TOLERANCES * tol, 0.5 * piece,
+               math.sqrt(width * height / _MAX_TILE_CELLS), (width + height) / _MAX_TILE_CELLS)
+    ncol, nrow = int(width / cell) + 1, int(height / cell) + 1
+    # B under the cell of its box's lower-left corner, in cell order.
+    key = _cell(B.ylo, gy, cell, nrow) * ncol + _cell(B.xlo, gx, cell, ncol)
+    B.take(_counting_order(key, ncol * nrow))
+    cell_start = np.r_[0, np.cumsum(np.bincount(key, minlength=ncol * nrow))]
+    # A in cell order too: neighbouring queries read neighbouring pieces of B.
+    A.take(_counting_order(_cell(A.ylo, gy, cell, nrow) * ncol + _cell(A.xlo, gx, cell, ncol),
+                           ncol * nrow))
+    # A piece of B whose box meets a query box has its lower-left corner at most its own
+    # width left of the box and its height below; the slack covers rounding.
+    reach = tol + _SLACK * max(width, height, 1.0)
+    wide = float((B.xhi - B.xlo).max()) + reach
+    tall = float((B.yhi - B.ylo).max()) + reach
+    r2 = tol * tol
+    full_a, full_b = np.zeros(A.n, dtype=bool), np.zeros(B.n, dtype=bool)
+    parts_a, parts_b = [], []
+    for start in range(0, A.n, _QUERY_CHUNK):
+        q = np.arange(start, min(start + _QUERY_CHUNK, A.n))
+        ix_lo = _cell(A.xlo[q] - wide, gx, cell, ncol)
+        ix_hi = _cell(A.xhi[q] + reach, gx, cell, ncol)
+        iy_lo = _cell(A.ylo[q] - tall, gy, cell, nrow)
+        n_rows = _cell(A.yhi[q] + reach, gy, cell, nrow) - iy_lo + 1
+        q_row = np.repeat(q - start, n_rows)
+        base = ranges(iy_lo, n_rows) * ncol
+        first = cell_start[base + ix_lo[q_row]]
+        count = cell_start[base + ix_hi[q_row] + 1] - first
+        qi = np.repeat(q_row + start, count)
+        bj = ranges(first, count)
+        # The boxes within the tolerance of each other (x first: cells are wide).
+        # (np.compress: much faster than boolean indexing.)
+        ok = B.xlo[bj] <= A.xhi[qi] + reach
+        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+        ok = B.xhi[bj] >= A.xlo[qi] - reach
+        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+        ok = ((B.ylo[bj] <= A.yhi[qi] + reach) & (B.yhi[bj] >= A.ylo[qi] - reach)
+              & (A.own[qi] | B.own[bj]))
+        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+        for k in range(0, len(qi), _BLOCK):
+            _pair_block(A, B, qi[k : k + _BLOCK], bj[k : k + _BLOCK], tol, r2,
+                        full_a, full_b, parts_a, parts_b)
+    return _union(parts_a, full_a, A.length), _union(parts_b, full_b, B.length)
+
+
+def _cell(v: np.ndarray, origin: float, cell: float, n: int) -> np.ndarray:
+    """Cell index, 0..n-1, of coordinates ``v`` along one axis."""
+    return np.minimum(np.maximum((v - origin) / cell, 0.0), n - 1).astype(np.int64)
+
+
+def _counting_order(key: np.ndarray, n_keys: int) -> np.ndarray:
+    """A permutation sorting ``key`` (ints in 0..n_keys-1, n_keys <= 2**32): stable sorts
+    on its two 16-bit digits, which numpy does by radix sort, in linear time."""
+    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    if n_keys <= 1 << 16:
+        return low
+    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _near(t, e, seg_len, r2) -> np.ndarray:
+    """Whether the point at (t, e) in a segment's frame (along from its start, across) is
+    within sqrt(r2) of the segment, of length ``seg_len``."""
+    over = t - np.minimum(np.maximum(t, 0.0), seg_len)
+    return over * over + e * e <= r2
+
+
+def _pair_block(A, B, a, b, tol, r2, full_a, full_b, parts_a, parts_b) -> None:
+    """Both intervals of each candidate pair (piece a of A, piece b of B): the part of a in
+    b's capsule (when a belongs to the tile) and of b in a's capsule (when b does).
+
+    With x(s) = p + s u along a (0 <= s <= length_a) and y(t) = q + t w along b, ``tau`` and
+    ``eta`` are the positions of a's end points along and across b, ``sig`` and ``zet`` those
+    of b's end points along and across a. A piece whose two end points are in the other's
+    capsule is wholly in it (the capsule is convex): it is flagged in ``full_a`` / ``full_b``
+    and needs no more intervals. Otherwise the interval (``_capsule``: the other's end points
+    are the centres of its discs) goes to ``parts_a`` / ``parts_b`` as (piece, start, stop).
+    """
+    px, py, ux, uy, la = A.px[a], A.py[a], A.ux[a], A.uy[a], A.length[a]
+    qx, qy, wx, wy, lb = B.px[b], B.py[b], B.ux[b], B.uy[b], B.length[b]
+    alpha = ux * wx + uy * wy  # u along w
+    beta = wx * uy - wy * ux  # u across w
+    # Each end point from its own coordinates (not start + length u): exact differences
+    # where the coordinates allow it (see _Pieces).
+    dx, dy = px - qx, py - qy
+    tau0, eta0 = dx * wx + dy * wy, wx * dy - wy * dx
+    sig0, zet0 = -(dx * ux + dy * uy), uy * dx - ux * dy
+    dx, dy = A.ex[a] - qx, A.ey[a] - qy
+    tau1, eta1 = dx * wx + dy * wy, wx * dy - wy * dx
+    dx, dy = px - B.ex[b], py - B.ey[b]
+    sig1, zet1 = -(dx * ux + dy * uy), uy * dx - ux * dy
+    own = A.own[a]
+    whole = own & _near(tau0, eta0, lb, r2) & _near(tau1, eta1, lb, r2)
+    full_a[np.compress(whole, a)] = True
+    rest = np.flatnonzero(own & ~full_a[a])
+    if len(rest):
+        keep, start, stop = _capsule(
+            la[rest], lb[rest], tau0[rest], eta0[rest], alpha[rest], beta[rest],
+            sig0[rest], zet0[rest], sig1[rest], zet1[rest], tol, r2,
+        )
+        parts_a.append((a[rest[keep]], start, stop))
+    own = B.own[b]
+    if not own.any():
+        return
+    whole = own & _near(sig0, zet0, la, r2) & _near(sig1, zet1, la, r2)
+    full_b[np.compress(whole, b)] = True
+    rest = np.flatnonzero(own & ~full_b[b])
+    if len(rest):
+        keep, start, stop = _capsule(
+            lb[rest], la[rest], sig0[rest], zet0[rest], alpha[rest], -beta[rest],
+            tau0[rest], eta0[rest], tau1[rest], eta1[rest], tol, r2,
+        )
+        parts_b.append((b[rest[keep]], start, stop))
+
+
+def _capsule(length, seg_len, t0, e0, alpha, beta, c0, h0, c1, h1, r, r2):
+    """The part of a piece inside a segment's capsule of radius r.
+
+    The piece is x(s), 0 <= s <= ``length``; in the segment's frame x(s) is at t0 + alpha s
+    along it (0 at its start, ``seg_len`` at its end) and e0 + beta s across it. The
+    segment's end points are at c0 and c1 along the piece's line, h0 and h1 across it. The
+    capsule is convex, so it cuts the line in one interval: the hull of the cuts of its
+    rectangle and of its two discs.
+
+    Returns:
+        ``(rows, start, stop)``: the rows whose part is not empty, and its ends.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        along = 1.0 / alpha
+        across = 1.0 / beta
+        s1 = -t0 * along
+        s2 = (seg_len - t0) * along
+        s3 = (-r - e0) * across
+        s4 = (r - e0) * across
+    # A line parallel to a side of the rectangle is inside its strip everywhere or nowhere
+    # (slopes below _FLAT count as 0: their reciprocal may overflow, and 0 * inf is NaN).
+    flat = np.flatnonzero(np.abs(alpha) < _FLAT)
+    if len(flat):
+        t = t0[flat]
+        s1[flat] = np.where((t >= 0) & (t <= seg_len[flat]), -np.inf, np.inf)
+        s2[flat] = np.inf
+    flat = np.flatnonzero(np.abs(beta) < _FLAT)
+    if len(flat):
+        e = e0[flat]
+        s3[flat] = np.where((e >= -r) & (e <= r), -np.inf, np.inf)
+        s4[flat] = np.inf
+    start = np.maximum(np.minimum(s1, s2), np.minimum(s3, s4))
+    stop = np.minimum(np.maximum(s1, s2), np.maximum(s3, s4))
+    empty = start >= stop
+    np.putmask(start, empty, np.inf)
+    np.putmask(stop, empty, -np.inf)
+    with np.errstate(invalid="ignore"):
+        for c, h in ((c0, h0), (c1, h1)):
+            half = np.sqrt(r2 - h * h)  # NaN where the disc misses the line: fmin/fmax skip it
+            start = np.fmin(start, c - half)
+            stop = np.fmax(stop, c + half)
+    start = np.minimum(np.maximum(start, 0.0), length)
+    stop = np.minimum(np.maximum(stop, 0.0), length)
+    rows = np.flatnonzero(stop > start)
+    return rows, start[rows], stop[rows]
+
+
+def _union(parts: list, full: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Length of the union of each piece's intervals (``parts``: (piece, start, stop)
+    arrays, the intervals within [0, length[piece]]); the whole length for ``full`` pieces."""
+    n = len(length)
+    out = np.zeros(n)
+    if parts:
+        piece, start, stop = (np.concatenate([p[k] for p in parts]) for k in range(3))
+        keep = np.flatnonzero(~full[piece])
+        piece, start, stop = piece[keep], start[keep], stop[keep]
+        alone = np.bincount(piece, minlength=n)[piece] == 1
+        out += np.bincount(piece, weights=np.where(alone, stop - start, 0.0), minlength=n)
+        several = np.flatnonzero(~alone)
+        if len(several):
+            out += _union_length(piece[several], start[several], stop[several], length)
+    out[full] = length[full]
+    return out
+
+
+def _union_length(group, start, stop, span) -> np.ndarray:
+    """Length of the union of the intervals [start, stop] of each group, shape
+    (len(span),); the intervals are within [0, span[group]]."""
+    n = len(span)
+    # By group, then start: the key keeps groups apart (fractions below 1/2); starts closer
+    # than its resolution may swap, which the sweep below tolerates (it adds what lies beyond
+    # the furthest stop seen, whatever the order within such a tie).
+    order = np.argsort(group + 0.5 * (start / span[group]))
+    group, start, stop = group[order], start[order], stop[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    head = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
+    # The furthest stop up to each interval in its group: a running maximum restarted at
+    # each group, by doubling, over the intervals that still have predecessors to look at.
+    reach = stop.copy()
+    active = np.flatnonzero(~first)
+    step = 1
+    while len(active):
+        reach[active] = np.maximum(reach[active], reach[active - step])
+        step *= 2
+        active = active[active - step >= head[active]]
+    before = np.r_[-np.inf, reach[:-1]]
+    before[first] = -np.inf
+    return np.bincount(group, weights=np.maximum(0.0, stop - np.maximum(start, before)),
+                       minlength=n)
