@@ -210,23 +210,32 @@ def _chunk_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _order_key(geoms: np.ndarray) -> np.ndarray:
-    """(area, bounds, centroid) of each geometry, shape (n, 7); NaN for empty or missing."""
-    centroid_xy = shapely.bounds(shapely.centroid(geoms))[:, :2]
-    return np.column_stack([shapely.area(geoms), shapely.bounds(geoms), centroid_xy])
+    """(area, bounds) of each geometry, shape (n, 5); NaN for empty or missing."""
+    return np.column_stack([shapely.area(geoms), shapely.bounds(geoms)])
 
 
 def _ordered_after(a: np.ndarray, b: np.ndarray, key_a: np.ndarray, key_b: np.ndarray):
     """Boolean mask, shape (n,): ``a[k]`` comes after ``b[k]`` in the order of their
-    ``_order_key`` rows compared lexicographically, ties (the same ring from another vertex,
-    say) broken by their WKB. Rows with NaN keys keep their order."""
+    ``_order_key`` rows compared lexicographically, ties broken by their centroids, then
+    (the same ring from another vertex, say) by their WKB. Rows with NaN keys keep their
+    order."""
+    after = _after(key_a, key_b)
+    tie = np.flatnonzero(~(key_a != key_b).any(axis=1))
+    if len(tie):
+        centroid_a = shapely.get_coordinates(shapely.centroid(a[tie]))
+        centroid_b = shapely.get_coordinates(shapely.centroid(b[tie]))
+        after[tie] = _after(centroid_a, centroid_b)
+        same = tie[~(centroid_a != centroid_b).any(axis=1)]
+        after[same] = shapely.to_wkb(a[same]) > shapely.to_wkb(b[same])
+    return after
+
+
+def _after(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+    """Rows of ``key_a`` that come after the same rows of ``key_b`` lexicographically."""
     differ = key_a != key_b
     first = np.argmax(differ, axis=1)
-    rows = np.arange(len(a))
-    after = differ.any(axis=1) & (key_a[rows, first] > key_b[rows, first])
-    tie = np.flatnonzero(~differ.any(axis=1))
-    if len(tie):
-        after[tie] = shapely.to_wkb(a[tie]) > shapely.to_wkb(b[tie])
-    return after
+    rows = np.arange(len(key_a))
+    return differ.any(axis=1) & (key_a[rows, first] > key_b[rows, first])
 
 
 def _fallback_grid(a, b) -> float:
