@@ -398,11 +398,14 @@ def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bad[index[~np.isfinite(coords).all(axis=1)]] = True
     longest = np.zeros(len(geoms))
     if len(coords) > 1:
+        # Length of the step into each coordinate from the one before it in the same row
+        # (0 for a row's first), then the largest per row (rows are contiguous and sorted).
         step = np.diff(coords, axis=0)
         with np.errstate(invalid="ignore", over="ignore"):
             length = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1])
-        same = index[1:] == index[:-1]
-        np.maximum.at(longest, index[1:][same], length[same])
+        length = np.r_[0.0, np.where(index[1:] == index[:-1], length, 0.0)]
+        starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        longest[index[starts]] = np.maximum.reduceat(length, starts)
     return bad, longest
 
 
