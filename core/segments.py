@@ -1,5 +1,5 @@
 """Straight segments of boundaries, a grid index over them, and exact vectorised geometry on
-segments: distances, distance integrals and tolerance intervals.
+segments: distances and distance integrals.
 
 The kernels behind the boundary metrics of ``boundary.py``. Coordinates are kept as separate
 contiguous x and y arrays (one row per segment, or per (piece, segment) candidate pair): numpy
@@ -27,6 +27,9 @@ _LINES = (1, 2)
 #: searched with ``np.searchsorted`` instead of a dense table of cell starts.
 _DENSE_GRID_CELLS_PER_PIECE = 16
 _DENSE_GRID_MIN_CELLS = 1 << 20
+
+#: A floor for quantities that must stay positive (logarithms).
+_TINY_POSITIVE = 1e-300
 
 #: Indexed pieces are at most this fraction of the cell size, so that a piece's box never
 #: spans more than two cells per axis, even after rounding.
@@ -77,17 +80,6 @@ class Segments:
             self.x0[keep], self.y0[keep], self.x1[keep], self.y1[keep], self.owner[keep],
             _renumber(self.next[keep], new_index), _renumber(self.prev[keep], new_index),
             self.valid & owners,
-        )
-
-    def take(self, owners_lo: int, owners_hi: int) -> Segments:
-        """The segments of geometries ``owners_lo <= owner < owners_hi``, renumbered from 0."""
-        lo, hi = np.searchsorted(self.owner, [owners_lo, owners_hi])
-        nxt, prv = self.next[lo:hi], self.prev[lo:hi]
-        return Segments(
-            self.x0[lo:hi], self.y0[lo:hi], self.x1[lo:hi], self.y1[lo:hi],
-            self.owner[lo:hi] - owners_lo,
-            np.where(nxt >= 0, nxt - lo, -1), np.where(prv >= 0, prv - lo, -1),
-            self.valid[owners_lo:owners_hi],
         )
 
 
@@ -158,21 +150,33 @@ def boundary_segments(geometries) -> Segments:
     return Segments(x0, y0, x1, y1, owner, nxt, prv, valid & ~bad_owner)
 
 
+def group_ids(counts: np.ndarray) -> np.ndarray:
+    """``np.repeat(np.arange(len(counts)), counts)`` (int64), by a cumulative sum: faster than
+    np.repeat, which also holds the GIL while it copies (other threads wait)."""
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64))
+    total = int(ends[-1]) if len(ends) else 0
+    return np.cumsum(np.bincount(ends[:-1], minlength=total + 1)[:total])
+
+
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(starts[k], starts[k] + counts[k])`` over k (int64)."""
     counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
     offsets = np.asarray(starts, dtype=np.int64) - (np.cumsum(counts) - counts)
-    return np.arange(total, dtype=np.int64) + np.repeat(offsets, counts)
+    group = group_ids(counts)
+    return np.arange(len(group), dtype=np.int64) + offsets[group]
+
+
+def run_starts(ids: np.ndarray) -> np.ndarray:
+    """Bool array, True where a run of equal values starts (and at 0)."""
+    first = np.empty(len(ids), dtype=bool)
+    first[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    return first
 
 
 def group_starts(sorted_ids: np.ndarray) -> np.ndarray:
     """Positions where a new run of equal values starts in a grouped array."""
-    if len(sorted_ids) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    return np.flatnonzero(run_starts(sorted_ids))
 
 
 def hypot(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
@@ -192,8 +196,8 @@ def split_segments(x0, y0, x1, y1, max_length):
     if np.all(m == 1):
         index = np.arange(len(m), dtype=np.int64)
         return x0, y0, x1, y1, index, np.zeros(len(m), dtype=np.int64)
-    parent = np.repeat(np.arange(len(m), dtype=np.int64), m)
-    sub = ranges(np.zeros(len(m), dtype=np.int64), m)
+    parent = group_ids(m)
+    sub = np.arange(len(parent), dtype=np.int64) - (np.cumsum(m) - m)[parent]
     mm = m[parent].astype(float)
     t0, t1 = sub / mm, (sub + 1) / mm
     last = sub + 1 == m[parent]
@@ -238,20 +242,21 @@ class SegmentGrid:
         ix = self._column(np.minimum(px0, px1), pgroup)
         iy = self._row(np.minimum(py0, py1), pgroup)
         key = self.base[pgroup] + iy * self.ncol[pgroup] + ix
-        self.order = np.argsort(key, kind="stable")
-        self.parent, self.sub, self.ix, self.iy = parent, sub, ix, iy
+        order = np.argsort(key, kind="stable")
+        # What a query reads, in cell order: each piece's segment and, for a piece after the
+        # first of its segment, the cell of the piece before it (-1 for a first piece).
+        self.parent = parent[order]
         self.split = len(parent) > len(x0)
+        if self.split:
+            before = np.maximum(order - 1, 0)
+            self.prev_ix = np.where(sub[order] > 0, ix[before], -1)
+            self.prev_iy = iy[before]
         self.dense = total_cells <= _DENSE_GRID_CELLS_PER_PIECE * len(key) + _DENSE_GRID_MIN_CELLS
         if self.dense:
             counts = np.bincount(key, minlength=total_cells)
             self.cell_start = np.r_[0, np.cumsum(counts)].astype(np.int64)
         else:
-            self.sorted_key = key[self.order]
-
-    def cell_key(self, x, y, group) -> np.ndarray:
-        """Key of the cell holding each point (x, y) of the given group: sorting queries by it
-        keeps the grid's memory accesses local."""
-        return self.base[group] + self._row(y, group) * self.ncol[group] + self._column(x, group)
+            self.sorted_key = key[order]
 
     def _column(self, x, group, shift=0):
         ix = np.floor((x - self.ox[group]) / self.cell[group]) - shift
@@ -276,7 +281,7 @@ class SegmentGrid:
         ix_lo, ix_hi = self._column(bx0, group, 1), self._column(bx1, group)
         iy_lo, iy_hi = self._row(by0, group, 1), self._row(by1, group)
         n_rows = iy_hi - iy_lo + 1
-        q_of_row = np.repeat(np.arange(len(bx0), dtype=np.int64), n_rows)
+        q_of_row = group_ids(n_rows)
         row_base = self.base[group][q_of_row] + ranges(iy_lo, n_rows) * self.ncol[group][q_of_row]
         k_lo = row_base + ix_lo[q_of_row]
         k_hi = row_base + ix_hi[q_of_row]
@@ -287,19 +292,24 @@ class SegmentGrid:
             lo = np.searchsorted(self.sorted_key, k_lo, side="left")
             hi = np.searchsorted(self.sorted_key, k_hi, side="right")
         count = hi - lo
-        query = np.repeat(q_of_row, count)
-        piece = self.order[ranges(lo, count)]
+        row = group_ids(count)
+        query = q_of_row[row]
+        at = np.arange(len(row), dtype=np.int64) + (lo - (np.cumsum(count) - count))[row]
         if not self.split:
-            return query, self.parent[piece]
+            return query, self.parent[at]
         # A segment cut into pieces is reported by the first of its pieces that the scan sees:
         # drop a piece when the previous piece of the same segment is in a scanned cell.
-        later = np.flatnonzero(self.sub[piece] > 0)
-        prev, q = piece[later] - 1, query[later]
-        px, py = self.ix[prev], self.iy[prev]
+        px = self.prev_ix[at]
+        later = np.flatnonzero(px >= 0)
+        q = query[later]
+        px, py = px[later], self.prev_iy[at[later]]
         seen = (px >= ix_lo[q]) & (px <= ix_hi[q]) & (py >= iy_lo[q]) & (py <= iy_hi[q])
+        if not seen.any():
+            return query, self.parent[at]
         keep = np.ones(len(query), dtype=bool)
         keep[later[seen]] = False
-        return query[keep], self.parent[piece[keep]]
+        keep = np.flatnonzero(keep)
+        return query[keep], self.parent[at[keep]]
 
 
 # ---------------------------------------------------------------------------
@@ -337,13 +347,21 @@ def segment_distance(px, py, qx, qy, ax, ay, bx, by, d_p, d_q) -> np.ndarray:
 def segment_frame(px, py, ux, uy, ax, ay, bx, by):
     """The frame of segment [a, b] seen from x(s) = p + s u (see the module docstring).
 
-    Returns ``(tau0, alpha, eta0, beta, seg_len)``.
+    Returns ``(tau0, alpha, eta0, beta, seg_len)`` as the rows of one (5, n) float array (one
+    ``np.take`` then gathers all five), computed in place.
     """
+    out = np.empty((5, len(px)))
+    tau0, alpha, eta0, beta, seg_len = out
     wx, wy = bx - ax, by - ay
-    seg_len = hypot(wx, wy)
-    wx, wy = wx / seg_len, wy / seg_len
+    np.sqrt(wx * wx + wy * wy, out=seg_len)  # hypot
+    wx /= seg_len
+    wy /= seg_len
     dx, dy = px - ax, py - ay
-    return dx * wx + dy * wy, ux * wx + uy * wy, wx * dy - wy * dx, wx * uy - wy * ux, seg_len
+    np.add(dx * wx, dy * wy, out=tau0)
+    np.add(ux * wx, uy * wy, out=alpha)
+    np.subtract(wx * dy, wy * dx, out=eta0)
+    np.subtract(wx * uy, wy * ux, out=beta)
+    return out
 
 
 def frame_distance(tau0, alpha, eta0, beta, seg_len, s):
@@ -358,33 +376,50 @@ def frame_distance(tau0, alpha, eta0, beta, seg_len, s):
     return d, slope
 
 
-def linear_range(c0, c1, lo, hi, length):
-    """The s in [0, length] with lo <= c0 + c1 s <= hi, as (start, stop); empty: start >= stop.
-    ``lo`` and ``hi`` may be infinite."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s1 = (lo - c0) / c1
-        s2 = (hi - c0) / c1
-    flat = c1 == 0
-    inside = (c0 >= lo) & (c0 <= hi)
-    start = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(s1, s2))
-    stop = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(s1, s2))
-    return np.minimum(np.maximum(start, 0.0), length), np.minimum(np.maximum(stop, 0.0), length)
-
-
 def abs_linear_integral(y0, y1, width):
     """Integral of |y| over an interval of the given width where y is linear from y0 to y1."""
     a0, a1 = np.abs(y0), np.abs(y1)
     total = a0 + a1
     with np.errstate(divide="ignore", invalid="ignore"):
+        # Opposite signs: the two triangles on either side of the zero (total > 0 there).
         opposite = width * (y0 * y0 + y1 * y1) / (2.0 * total)
-    return np.where(y0 * y1 >= 0, 0.5 * width * total, np.where(total > 0, opposite, 0.0))
+    return np.where(y0 * y1 >= 0, 0.5 * width * total, opposite)
 
 
-def _hypot_antiderivative(x, h):
-    """An antiderivative in x of sqrt(x² + h²), h >= 0."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_term = np.where(h > 0, h * h * np.arcsinh(x / h), 0.0)
-    return 0.5 * (x * hypot(x, h) + log_term)
+def regime_cuts(tau0, alpha, seg_len, length):
+    """Where x(s), 0 <= s <= length, passes from one regime of a segment to the next.
+
+    Returns ``(e1, e2, backward)``: 0 <= e1 <= e2 <= length. On [0, e1] the projection of x(s)
+    falls before a (after b where ``backward``, i.e. alpha is negative, -0 included), on
+    [e1, e2] on the segment, on [e2, length] after b (before a where ``backward``).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ca = -tau0 / alpha
+        cb = (seg_len - tau0) / alpha
+    # With alpha = ±0 the regime is the same all along: the cuts are ±inf, clipped to an end,
+    # or 0/0 = NaN when x(s) stays level with a, which fmax turns into 0.
+    ca = np.fmin(np.fmax(ca, 0.0), length)
+    cb = np.fmin(np.fmax(cb, 0.0), length)
+    return np.minimum(ca, cb), np.maximum(ca, cb), np.signbit(alpha)
+
+
+def _point_integral(t0, alpha, eta0, beta, s0, s1):
+    """Integral over s0 <= s <= s1 of the distance from x(s) to the point at position t0 along
+    the segment's line: ∫ sqrt((s - c)² + h²) ds, c the foot of the point on x's line and h
+    its distance from that line."""
+    centre = -(t0 * alpha + eta0 * beta)
+    h = np.abs(alpha * eta0 - beta * t0)
+    h2 = h * h
+    x0, x1 = s0 - centre, s1 - centre
+    r0, r1 = hypot(x0, h), hypot(x1, h)
+    # The antiderivative is (x r + h² asinh(x / h)) / 2 and asinh(x / h) = ln((x + r) / h): the
+    # difference needs one logarithm of (x1 + r1) / (x0 + r0); x + r is h² / (r - x) for
+    # x < 0, without cancellation. Where h = 0 the term vanishes (the floor keeps it finite).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g0 = np.where(x0 >= 0, x0 + r0, h2 / (r0 - x0))
+        g1 = np.where(x1 >= 0, x1 + r1, h2 / (r1 - x1))
+    ratio = np.maximum(g1, _TINY_POSITIVE) / np.maximum(g0, _TINY_POSITIVE)
+    return 0.5 * (x1 * r1 - x0 * r0 + h2 * np.log(ratio))
 
 
 def frame_integral(tau0, alpha, eta0, beta, seg_len, length):
@@ -394,115 +429,37 @@ def frame_integral(tau0, alpha, eta0, beta, seg_len, length):
     segment it is |eta(s)|, after b it is |x(s) - b|; each has a closed-form integral
     (for a point at offset c along the line and distance h from it, ∫ sqrt((s - c)² + h²)).
     """
-    total = np.zeros(len(tau0))
-    for lo, hi, t0 in ((-np.inf, 0.0, tau0), (seg_len, np.inf, tau0 - seg_len)):
-        s0, s1 = linear_range(tau0, alpha, lo, hi, length)
-        s1 = np.maximum(s0, s1)
-        centre = -(t0 * alpha + eta0 * beta)  # where x(s) is closest to the end point
-        h = np.abs(alpha * eta0 - beta * t0)  # distance of the end point from the line
-        part = _hypot_antiderivative(s1 - centre, h) - _hypot_antiderivative(s0 - centre, h)
-        total += np.where(s1 > s0, part, 0.0)
-    s0, s1 = linear_range(tau0, alpha, 0.0, seg_len, length)
-    s1 = np.maximum(s0, s1)
-    total += abs_linear_integral(eta0 + beta * s0, eta0 + beta * s1, s1 - s0)
+    e1, e2, backward = regime_cuts(tau0, alpha, seg_len, length)
+    # The end point met first along s and the one met last: a then b, or b then a.
+    first = tau0 - seg_len * backward
+    last = tau0 - seg_len * ~backward
+    total = _point_integral(first, alpha, eta0, beta, 0.0, e1)
+    total += _point_integral(last, alpha, eta0, beta, e2, length)
+    total += abs_linear_integral(eta0 + beta * e1, eta0 + beta * e2, e2 - e1)
     return total
 
 
-def frame_capsule(tau0, alpha, eta0, beta, seg_len, length, radius):
-    """The s in [0, length] with x(s) within ``radius`` of the segment, as (start, stop);
-    empty when start >= stop.
-
-    The points within ``radius`` of a segment form a capsule (a rectangle and two discs); it is
-    convex, so it cuts the line in one interval: the hull of the rectangle's and the discs'.
-    """
-    along0, along1 = linear_range(tau0, alpha, 0.0, seg_len, length)
-    across0, across1 = linear_range(eta0, beta, -radius, radius, length)
-    start = np.maximum(along0, across0)
-    stop = np.minimum(along1, across1)
-    empty = start >= stop
-    start = np.where(empty, np.inf, start)
-    stop = np.where(empty, -np.inf, stop)
-    r2 = radius * radius
-    for t0 in (tau0, tau0 - seg_len):
-        centre = -(t0 * alpha + eta0 * beta)
-        h = alpha * eta0 - beta * t0
-        half2 = r2 - h * h
-        hit = half2 >= 0
-        half = np.sqrt(np.where(hit, half2, 0.0))
-        start = np.where(hit, np.minimum(start, centre - half), start)
-        stop = np.where(hit, np.maximum(stop, centre + half), stop)
-    return np.minimum(np.maximum(start, 0.0), length), np.minimum(np.maximum(stop, 0.0), length)
-
-
-def frame_quadratic(tau0, alpha, eta0, beta, seg_len, s):
-    """Coefficients (c2, c1, c0) of the squared distance c2 s² + c1 s + c0 in the regime
-    (before a, on the segment, after b) that x(s) is in at the given s."""
+def frame_point_distance(tau0, alpha, eta0, beta, seg_len, s):
+    """Distance from x(s) to the segment."""
     tau = tau0 + alpha * s
-    before, after = tau < 0, tau > seg_len
-    end = np.where(after, tau0 - seg_len, tau0)  # tau relative to the end point nearest
-    point = before | after
-    c2 = np.where(point, 1.0, beta * beta)
-    c1 = np.where(point, 2.0 * (end * alpha + eta0 * beta), 2.0 * eta0 * beta)
-    c0 = np.where(point, end * end + eta0 * eta0, eta0 * eta0)
-    return c2, c1, c0
+    eta = eta0 + beta * s
+    over = tau - np.minimum(np.maximum(tau, 0.0), seg_len)  # beyond an end, else 0
+    return hypot(over, eta)
 
 
-def quadratic_roots(a, b, c):
-    """Both real roots of a x² + b x + c (a may be 0); NaN where a root does not exist."""
-    disc = b * b - 4.0 * a * c
-    ok = disc >= 0
-    root = np.sqrt(np.where(ok, disc, 0.0))
-    q = -0.5 * (b + np.where(b >= 0, root, -root))
+def quadratic_roots(a, b, c, slack=0.0):
+    """Both real roots of a x² + b x + c (a may be 0); NaN where a root does not exist.
+
+    A discriminant down to -slack (b² + 4 |a c|) counts as 0: a double root, which rounding
+    can turn into a pair of complex ones when two curves touch.
+    """
+    bb = b * b
+    four_ac = 4.0 * a * c
+    disc = bb - four_ac
+    ok = disc >= -slack * (bb + np.abs(four_ac))
+    root = np.sqrt(np.maximum(disc, 0.0))
+    q = -0.5 * (b + np.copysign(root, b))
     with np.errstate(divide="ignore", invalid="ignore"):
         r1 = np.where(ok & (a != 0), q / a, np.nan)
         r2 = np.where(ok & (q != 0), c / q, np.nan)
     return r1, r2
-
-
-def union_length(group: np.ndarray, start: np.ndarray, stop: np.ndarray, span: np.ndarray):
-    """Length of the union of the intervals [start, stop] of each group.
-
-    Args:
-        group: int64 array, shape (k,), ids in 0..n-1; start, stop: float arrays, shape (k,),
-            within [0, span[group]].
-        span: float array, shape (n,), > 0.
-    Returns:
-        float array, shape (n,).
-    """
-    n = len(span)
-    keep = stop > start
-    group, start, stop = group[keep], start[keep], stop[keep]
-    if len(group) == 0:
-        return np.zeros(n)
-    # By group, then start: the key keeps groups apart (fractions below 1/2); starts closer
-    # than its resolution may swap, which the sweep below tolerates (it adds what lies beyond
-    # the furthest stop seen, whatever the order within such a tie).
-    order = np.argsort(group + 0.5 * (start / span[group]))
-    group, start, stop = group[order], start[order], stop[order]
-    # Sweep each group by increasing start: an interval adds what lies beyond the furthest
-    # stop before it in its group.
-    first = np.r_[True, group[1:] != group[:-1]]
-    head = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
-    reach = running_max(stop, head)
-    before = np.r_[-np.inf, reach[:-1]]
-    before[first] = -np.inf
-    added = np.maximum(0.0, stop - np.maximum(start, before))
-    return np.bincount(group, weights=added, minlength=n)
-
-
-def running_max(values: np.ndarray, head: np.ndarray) -> np.ndarray:
-    """Inclusive running maximum of ``values`` restarted at each group.
-
-    ``head[i]`` is the position of the first element of i's group (groups are contiguous).
-    Exact, by doubling: log2(largest group) passes.
-    """
-    out = values.copy()
-    index = np.arange(len(values))
-    step = 1
-    while True:
-        src = index - step
-        ok = src >= head
-        if not ok.any():
-            return out
-        out[ok] = np.maximum(out[ok], out[src[ok]])
-        step *= 2

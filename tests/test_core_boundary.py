@@ -24,6 +24,8 @@ from iou_evaluation.core.boundary import (
 )
 from iou_evaluation.core.crs import to_crs
 from iou_evaluation.core.prepare import prepare_layer
+from iou_evaluation.core import tolerance
+from iou_evaluation.core.progress import EvaluationCanceled
 from iou_evaluation.core.tolerance import boundary_within_tolerance, tolerance_lengths_in_utm
 
 WGS84 = pyproj.CRS("EPSG:4326")
@@ -271,8 +273,7 @@ def test_prediction_in_another_zone_is_measured_in_the_reference_zone():
 
 def test_tolerance_lengths_in_utm_agree_with_agribound():
     ref, pred = zoned(REF_LONLAT), zoned(PRED_LONLAT)
-    w_ref, p_ref = tolerance_lengths_in_utm(ref, pred, 10.0)
-    w_pred, p_pred = tolerance_lengths_in_utm(pred, ref, 10.0)
+    w_ref, p_ref, w_pred, p_pred = tolerance_lengths_in_utm(ref, pred, 10.0)
     assert p_ref == pytest.approx(AGRIBOUND_PERIMETER, rel=1e-9)
     assert w_ref == pytest.approx(AGRIBOUND_WITHIN, rel=1e-9)
     assert w_ref.sum() / p_ref.sum() == pytest.approx(AGRIBOUND_RECALL, rel=1e-9)
@@ -285,7 +286,7 @@ def test_planar_layers_need_no_crs():
     d = matched_distances_in_utm(ref, pred, [0], [0], 1.0)
     assert d.hausdorff_m.tolist() == [2.0] and d.mean_distance_m.tolist() == [1.0]
     assert d.epsg.tolist() == [0]
-    w, p = tolerance_lengths_in_utm(ref, pred, 0.5)
+    w, p, _, _ = tolerance_lengths_in_utm(ref, pred, 0.5)
     # bottom and top: 8 m shared plus 0.5 m before the other's corner, each; right edge (inside
     # the other square): its last 0.5 m at each end
     assert p.tolist() == [40.0] and w == pytest.approx([8.5 + 8.5 + 1.0], rel=1e-12)
@@ -363,3 +364,170 @@ def test_within_tolerance_matches_dense_sampling(ra, rb, offset, tol):
     seg = np.hypot(*np.diff(pts, axis=0).T)
     n_pairs = len(ra) * len(rb)
     assert abs(w - float(np.sum(seg * mid))) <= 2 * step * n_pairs
+
+
+# --- Length within a tolerance: both layers at once, tiles, zones ----------------------------
+
+
+def staircase(x0, y0, steps, step, rise):
+    """A polygon whose lower-right side is a staircase (axis-aligned steps), as raster
+    outlines are; many of its edges are parallel or perpendicular to a box's."""
+    pts = [(x0, y0)]
+    for _ in range(steps):
+        x, y = pts[-1]
+        pts += [(x + step, y), (x + step, y + rise)]
+    pts.append((x0, pts[-1][1]))
+    return shapely.Polygon(pts)
+
+
+def test_edges_exactly_at_the_tolerance_count_from_both_sides():
+    # A's right edge (x = 360, y 706..800.68) faces B's left edge (x = 370, y 700..790) at
+    # exactly 10 m: the overlap, y 706..790, is within on both (84 m); corners are further.
+    a = shapely.box(324.23, 706, 360, 800.68)
+    b = shapely.box(370, 700, 430, 790)
+    ref, pred = zoned_layer([a], None), zoned_layer([b], None)
+    w_a, _, w_b, _ = tolerance_lengths_in_utm(ref, pred, 10.0)
+    assert w_a.tolist() == pytest.approx([84.0], rel=1e-12)
+    assert w_b.tolist() == pytest.approx([84.0], rel=1e-12)
+    assert within(a, [b], 10.0)[0] == pytest.approx(84.0, rel=1e-12)
+    assert within(b, [a], 10.0)[0] == pytest.approx(84.0, rel=1e-12)
+
+
+def test_a_vertex_at_exactly_the_tolerance_adds_no_length():
+    # UTM-like coordinates in centimetres. B's top edge runs 10 m below A's bottom edge, from
+    # 1.73 m left of A to 238.27 m right of A's left end; its corners are exactly 10 m from
+    # A's edge, so their discs only touch it: both lengths are the overlap, 238.27 m (a
+    # rounded corner would add a chord of sqrt(rounding), some 1e-6 m). B's right edges have
+    # lengths cut into sevenths, so their pieces start between decimals.
+    a, b = [], []
+    for k in range(40):
+        x, y = 320011.73 + 731.17 * k, 3837621.0 + 523.11 * (k % 7)
+        drop = 181 + 0.71 * k
+        a.append(shapely.segmentize(shapely.box(x, y, x + 246.36, y + 89), 5.0))
+        b.append(shapely.Polygon([(x + 238.27, y - 10 - drop), (x + 238.27, y - 10),
+                                  (x - 1.73, y - 10), (x - 1.73, y - 10 - drop)]))
+    a, b = np.array(a, dtype=object), np.array(b, dtype=object)
+    w_a, _, w_b, _ = tolerance_lengths_in_utm(zoned_layer(a, None), zoned_layer(b, None), 10.0)
+    assert w_a == pytest.approx(np.full(40, 238.27), rel=1e-12)
+    assert w_b == pytest.approx(np.full(40, 238.27), rel=1e-12)
+    assert boundary_within_tolerance(a, b, 10.0)[0] == pytest.approx(np.full(40, 238.27),
+                                                                     rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(1, 6),
+                          st.sampled_from([1.0, 2.5, 5.0]), st.sampled_from([1.0, 2.5, 5.0])),
+                min_size=1, max_size=6),
+       radii, offsets, st.sampled_from([1.0, 2.5, 5.0, 10.0]))
+def test_both_layers_at_once_equal_each_layer_alone(stairs, rb, offset, tol):
+    # Staircases on a 5 m lattice (edges parallel, perpendicular and at exactly the
+    # tolerance from each other) against each other and a star polygon; the one-pass result
+    # of each layer is the one-layer result (which measures it as the querying layer).
+    a = np.array([staircase(5.0 * i, 5.0 * j, n, s, r) for i, j, n, s, r in stairs], dtype=object)
+    b = np.array([staircase(5.0 * j + 2.5, 5.0 * i, n, r, s) for i, j, n, s, r in stairs]
+                 + [star_polygon(rb, (20 + offset[0], 20 + offset[1]), 15.0)], dtype=object)
+    w_a, p_a, w_b, p_b = tolerance_lengths_in_utm(zoned_layer(a, None), zoned_layer(b, None), tol)
+    one_a, perimeter_a = boundary_within_tolerance(a, b, tol)
+    one_b, perimeter_b = boundary_within_tolerance(b, a, tol)
+    assert w_a == pytest.approx(one_a, rel=1e-9, abs=1e-9)
+    assert w_b == pytest.approx(one_b, rel=1e-9, abs=1e-9)
+    assert p_a == pytest.approx(perimeter_a, rel=1e-12)
+    assert p_b == pytest.approx(perimeter_b, rel=1e-12)
+    assert p_a == pytest.approx(shapely.length(a), rel=1e-12)
+
+
+def test_tiles_do_not_change_the_result(monkeypatch):
+    # Many small tiles (a piece belongs to the tile of its start point, and is measured
+    # against the pieces near that tile) give what one tile gives.
+    rng = np.random.default_rng(5)
+    centres = rng.uniform(0, 400, (60, 2))
+    a = np.array([shapely.Polygon(c + rng.uniform(-20, 20, (7, 2))).buffer(0) for c in centres]
+                 + [staircase(0, 0, 40, 10.0, 10.0)], dtype=object)
+    b = np.array([shapely.box(*(c - 15), *(c + 15)) for c in centres + rng.normal(0, 4, (60, 2))]
+                 + [shapely.box(-3, -3, 150, 40)], dtype=object)
+    ref, pred = zoned_layer(a, None), zoned_layer(b, None)
+    whole = tolerance_lengths_in_utm(ref, pred, 6.0)
+    monkeypatch.setattr(tolerance, "_TILE_VERTICES", 25)
+    tiled = tolerance_lengths_in_utm(ref, pred, 6.0)
+    assert len(tolerance._tiles(centres, np.full(60, 10.0), 25)) > 20
+    for x, y in zip(whole, tiled):
+        assert x == pytest.approx(y, rel=1e-9, abs=1e-9)
+    assert whole[0].sum() > 100 and whole[2].sum() > 100
+
+
+def test_each_polygon_is_measured_in_its_own_zone():
+    # Polygons on both sides of 6°E (zones 31 and 32): each one's length within the
+    # tolerance is the one-layer result in its zone against every polygon of the other
+    # layer, transformed there.
+    ref_geoms = REF_LONLAT + [shapely.box(5.9985, 44.4995, 5.99985, 44.5022)]
+    pred_geoms = PRED_LONLAT + [shapely.box(6.00005, 44.4998, 6.0018, 44.5019)]
+    ref, pred = zoned(ref_geoms), zoned(pred_geoms)
+    assert len(set(ref.epsg.tolist()) | set(pred.epsg.tolist())) == 2
+    w_ref, p_ref, w_pred, p_pred = tolerance_lengths_in_utm(ref, pred, 10.0)
+    for layer, other, w, p in ((ref, pred, w_ref, p_ref), (pred, ref, w_pred, p_pred)):
+        for i in range(layer.n):
+            code = int(layer.epsg[i])
+            expected = boundary_within_tolerance(
+                layer.local[i : i + 1], other.in_zone(np.arange(other.n), code), 10.0
+            )
+            assert w[i] == pytest.approx(expected[0][0], rel=1e-9, abs=1e-9)
+            assert p[i] == pytest.approx(expected[1][0], rel=1e-12)
+    assert (w_ref > 0).sum() >= 3 and (w_pred > 0).sum() >= 3
+
+
+def test_tolerance_lengths_report_progress_and_can_be_canceled(monkeypatch):
+    monkeypatch.setattr(tolerance, "_TILE_VERTICES", 40)  # several tiles
+    a = np.array([shapely.box(20 * i, 0, 20 * i + 18, 18) for i in range(50)], dtype=object)
+    ref, pred = zoned_layer(a, None), zoned_layer(a, None)
+    seen = []
+    tolerance_lengths_in_utm(ref, pred, 1.0, progress=seen.append)
+    assert len(seen) > 3 and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+
+    def cancel(fraction):
+        raise EvaluationCanceled("stop")
+
+    with pytest.raises(EvaluationCanceled):
+        tolerance_lengths_in_utm(ref, pred, 1.0, progress=cancel)
+
+
+# --- Boundary distances: pieces through a vertex of the other boundary, progress -------------
+
+
+def test_piece_through_a_vertex_of_the_other_boundary_is_exact():
+    # B's lower side is a V whose vertex (4, 0) lies on A's bottom edge. Along that edge the
+    # distance to B comes from the arm on the left of the vertex, then from the one on the
+    # right; both are 0 at the vertex and their squares touch there (a double root, which
+    # rounding can turn into none). Exact Hausdorff distance: 2, from A's top edge (y = 10)
+    # to B's (y = 12); A's bottom corners are 4/√5 and 6/√10 from the arms, B's points at most
+    # 2 from A. Rotated so that the frames carry rounding.
+    a = shapely.affinity.rotate(shapely.box(0, 0, 10, 10), 3.0, origin=(0, 0), use_radians=True)
+    b = shapely.affinity.rotate(
+        shapely.Polygon([(0, 2), (4, 0), (10, 2), (10, 12), (0, 12)]), 3.0, origin=(0, 0),
+        use_radians=True,
+    )
+    h, m, _ = distances(a, b, 1.0)
+    assert h == pytest.approx(2.0, abs=1e-9)
+    step = 0.001
+    _, total = brute_force(a, b, step)
+    length = shapely.length(shapely.boundary(a)) + shapely.length(shapely.boundary(b))
+    assert abs(m - total / length) <= step / 4
+
+
+def test_pair_distances_report_progress_and_can_be_canceled(monkeypatch):
+    monkeypatch.setattr("iou_evaluation.core.boundary._CHUNK_VERTICES", 40)  # several chunks
+    a = np.array([shapely.box(20 * i, 0, 20 * i + 18, 18) for i in range(30)], dtype=object)
+    b = np.array([shapely.box(20 * i + 1, 0, 20 * i + 18, 17) for i in range(30)], dtype=object)
+    seen = []
+    h, m, _ = pair_boundary_distances(a, b, 1.0, progress=seen.append)
+    assert len(seen) > 3 and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    # A's top left corner is √2 from B's: the Hausdorff distance; B is 1 inside A elsewhere.
+    assert h.tolist() == pytest.approx([math.sqrt(2)] * 30, abs=1e-12)
+
+    def cancel(fraction):
+        raise EvaluationCanceled("stop")
+
+    with pytest.raises(EvaluationCanceled):
+        pair_boundary_distances(a, b, 1.0, progress=cancel)
+    with pytest.raises(EvaluationCanceled):
+        matched_distances_in_utm(zoned_layer(a, None), zoned_layer(b, None), np.arange(30),
+                                 np.arange(30), 1.0, progress=cancel)
