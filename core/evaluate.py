@@ -267,7 +267,7 @@ def evaluate(
     progress.checkpoint(45, "Boundary distances")
     zones = _boundary_metrics(
         ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
-        boundary_tolerance_m,
+        boundary_tolerance_m, progress,
     )
     progress.checkpoint(75, "Summarising")
     tolerance = boundary_tolerance_m is not None
@@ -642,7 +642,9 @@ def _bootstrap(
     return info
 
 
-def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) -> list[int]:
+def _boundary_metrics(
+    ref, pred, tables: _Tables, crss, spacing_m, tolerance_m, progress: Progress
+) -> list[int]:
     """Add the boundary columns to the per-reference (and per-prediction) tables; returns the
     UTM zones used.
 
@@ -658,8 +660,11 @@ def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) 
     ref_zoned = zoned_layer(ref.source, ref_crs, _zones(ref, ea_crs))
     pred_zoned = zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs))
     matched = np.flatnonzero(r["matched"])
+    # Progress 45 % to 75 %, shared with the lengths within the tolerance when asked for.
+    middle = 75 if tolerance_m is None else 62
     distances = matched_distances_in_utm(
-        ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m
+        ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m,
+        progress=progress.span(45, middle),
     )
     for name, values in (
         ("hausdorff_m", distances.hausdorff_m),
@@ -673,8 +678,10 @@ def _boundary_metrics(ref, pred, tables: _Tables, crss, spacing_m, tolerance_m) 
     )
     r["utm_epsg"] = ref_zoned.epsg
     if tolerance_m is not None:
-        within_ref, perimeter_ref = tolerance_lengths_in_utm(ref_zoned, pred_zoned, tolerance_m)
-        within_pred, perimeter_pred = tolerance_lengths_in_utm(pred_zoned, ref_zoned, tolerance_m)
+        progress.checkpoint(middle, "Boundary lengths within the tolerance")
+        within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm(
+            ref_zoned, pred_zoned, tolerance_m, progress=progress.span(middle, 75)
+        )
         r["perimeter_m"] = perimeter_ref
         r["boundary_within_tolerance_m"] = within_ref
         r["boundary_recall"] = ratio(within_ref, perimeter_ref, np.nan)

@@ -24,6 +24,7 @@ from iou_evaluation.core.pair_metrics import (
     spatial_pair_metrics,
 )
 from iou_evaluation.core.prepare import DROP_REASONS, prepare_layer
+from iou_evaluation.core.progress import EvaluationCanceled, Progress
 
 box = shapely.box
 WGS84 = pyproj.CRS("EPSG:4326")
@@ -762,3 +763,40 @@ def test_spatial_pair_metrics_dissolves_layers_into_footprints():
     metrics = spatial_pair_metrics(halves, [box(0, 0, 2, 2)])
     assert (metrics["iou"], metrics["giou"], metrics["dice"]) == (1.0, 1.0, 1.0)
     assert (metrics["area_a_m2"], metrics["a_dropped"]) == (4.0, 1)
+
+
+class _CancelInside(Progress):
+    """Records every report; asks to cancel once a report falls strictly inside (lo, hi)."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+        self.reports = []
+
+    def report(self, percent, message=""):
+        self.reports.append(percent)
+
+    def is_canceled(self):
+        return self.lo < self.reports[-1] < self.hi
+
+
+@pytest.mark.parametrize(
+    "lo, hi, tolerance",
+    [(0, 9, None), (9, 19, None), (20, 39, None), (45, 75, None), (62, 75, 1.0)],
+    ids=["prepare reference", "prepare predicted", "overlaps", "distances", "tolerance"],
+)
+def test_a_cancel_request_is_seen_inside_each_long_stage(monkeypatch, lo, hi, tolerance):
+    # Tiny chunks so that each stage has many: the run must stop at the first check inside
+    # the stage (its chunks report progress and cancellation between them), not at its end.
+    from iou_evaluation.core import boundary, prepare, tolerance as tolerance_module
+
+    monkeypatch.setattr(prepare, "_CHUNK_ROWS", 5)
+    monkeypatch.setattr(overlap_module, "_CHUNK_PAIRS", 5)
+    monkeypatch.setattr(boundary, "_CHUNK_VERTICES", 50)
+    monkeypatch.setattr(tolerance_module, "_TILE_VERTICES", 50)
+    reference = [shapely.box(20 * i, 0, 20 * i + 10, 10) for i in range(60)]
+    predicted = [shapely.box(20 * i + 1, 1, 20 * i + 11, 11) for i in range(60)]
+    progress = _CancelInside(lo, hi)
+    with pytest.raises(EvaluationCanceled):
+        evaluate(predicted, reference, boundary_tolerance_m=tolerance, progress=progress)
+    inside = [p for p in progress.reports if lo < p < hi]
+    assert len(inside) == 1 and progress.reports[-1] == inside[0]
