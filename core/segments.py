@@ -87,6 +87,23 @@ def _renumber(links: np.ndarray, new_index: np.ndarray) -> np.ndarray:
     return np.where(links >= 0, new_index[np.maximum(links, 0)], -1)
 
 
+def boundary_curves(geometries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curves whose segments make the boundaries of ``geometries`` (object array, shape
+    (n,)): the exterior and interior rings of every polygon, and linear parts themselves.
+
+    Returns ``(curves, owner)``: object array of LinearRings and LineStrings, and the int
+    position in ``geometries`` of each; rings first, then lines (not sorted by owner).
+    """
+    parts, part_owner = shapely.get_parts(geometries, return_index=True)
+    type_id = shapely.get_type_id(parts)
+    polygon = type_id == _POLYGON
+    line = np.isin(type_id, _LINES)
+    rings, ring_part = shapely.get_rings(parts[polygon], return_index=True)
+    curves = np.concatenate([rings, parts[line]])
+    owner = np.concatenate([part_owner[polygon][ring_part], part_owner[line]])
+    return curves, owner
+
+
 def boundary_segments(geometries) -> Segments:
     """Split the boundaries of polygonal geometries (or linear geometries) into segments.
 
@@ -101,13 +118,7 @@ def boundary_segments(geometries) -> Segments:
     """
     geoms = np.asarray(geometries, dtype=object).reshape(-1)
     n_geoms = len(geoms)
-    parts, part_owner = shapely.get_parts(geoms, return_index=True)
-    type_id = shapely.get_type_id(parts)
-    polygon = type_id == _POLYGON
-    line = np.isin(type_id, _LINES)
-    rings, ring_part = shapely.get_rings(parts[polygon], return_index=True)
-    curves = np.concatenate([rings, parts[line]])
-    curve_owner = np.concatenate([part_owner[polygon][ring_part], part_owner[line]])
+    curves, curve_owner = boundary_curves(geoms)
     order = np.argsort(curve_owner, kind="stable")
     curves, curve_owner = curves[order], curve_owner[order].astype(np.int64)
     coords, coord_curve = shapely.get_coordinates(curves, return_index=True)

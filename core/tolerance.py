@@ -23,7 +23,7 @@ import shapely
 from .boundary import ZonedLayer, _check_same_space, _utm_crs
 from .checks import check_positive
 from .parallel import ProgressCallback, run_chunks
-from .segments import hypot, ranges
+from .segments import boundary_curves, hypot, ranges
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
 #: 20 MB of memory.
@@ -51,10 +51,6 @@ _SLACK = 1e-9
 
 #: Slopes (sine or cosine of the angle between two pieces) below this count as 0.
 _FLAT = 1e-300
-
-#: Shapely geometry type ids of a Polygon and of curves (LineString, LinearRing).
-_POLYGON = 3
-_LINES = (1, 2)
 
 
 def tolerance_lengths_in_utm(
@@ -332,13 +328,7 @@ def _segments(geometries: np.ndarray):
         ``(x0, y0, x1, y1, owner)``: float arrays and an int array (position of the geometry),
         shape (n_segments,).
     """
-    parts, part_owner = shapely.get_parts(geometries, return_index=True)
-    type_id = shapely.get_type_id(parts)
-    polygon = type_id == _POLYGON
-    line = np.isin(type_id, _LINES)
-    rings, ring_part = shapely.get_rings(parts[polygon], return_index=True)
-    curves = np.concatenate([rings, parts[line]])
-    curve_owner = np.concatenate([part_owner[polygon][ring_part], part_owner[line]])
+    curves, curve_owner = boundary_curves(geometries)
     coords, curve = shapely.get_coordinates(curves, return_index=True)
     x, y = coords[:, 0], coords[:, 1]
     finite = np.isfinite(x) & np.isfinite(y)
