@@ -17,28 +17,15 @@ import importlib.util
 import inspect
 import json
 import math
-import re
-import resource
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import shapely
+from worker_common import REPORTED_KEYS, peak_rss_mib
 
 ROOT = Path(__file__).resolve().parent.parent
-
-#: Summary keys copied into the result (when the core reports them).
-REPORTED_KEYS = (
-    "count_reference", "count_predicted", "count_tp", "count_fp", "count_fn",
-    "count_fp_unassigned", "count_reference_dropped", "count_predicted_dropped",
-    "count_reference_repaired", "count_predicted_repaired",
-    "precision", "recall", "f1", "iou_mean", "best_iou_mean", "area_weighted_f1",
-    "oversegmentation_mean", "undersegmentation_mean",
-    "hausdorff_mean_m", "boundary_distance_mean_m",
-    "boundary_precision", "boundary_recall", "boundary_f1", "coverage_within_tolerance",
-)
-
 
 def import_plugin_package():
     """Import the repository root as the package ``iou_evaluation``, as tests/conftest.py
@@ -87,16 +74,6 @@ def read_layer(path, layer_name):
     name, code = srs.GetAuthorityName(None), srs.GetAuthorityCode(None)
     crs = f"{name}:{code}" if name and code else srs.ExportToWkt()
     return np.asarray(geometries, dtype=object), columns, crs
-
-
-def peak_rss_mib():
-    """This process's peak resident memory (MiB): VmHWM of its own address space, which
-    (unlike ru_maxrss) does not include the high-water mark of the process that started it."""
-    try:
-        status = Path("/proc/self/status").read_text()
-        return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1)) / 1024
-    except (OSError, AttributeError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def to_json_value(value):
