@@ -781,8 +781,9 @@ class _CancelInside(Progress):
 
 @pytest.mark.parametrize(
     "lo, hi, tolerance",
-    [(0, 9, None), (9, 19, None), (20, 39, None), (45, 75, None), (62, 75, 1.0)],
-    ids=["prepare reference", "prepare predicted", "overlaps", "distances", "tolerance"],
+    [(0, 9, None), (9, 19, None), (20, 39, None), (45, 75, None), (45, 75, 1.0)],
+    ids=["prepare reference", "prepare predicted", "overlaps", "distances",
+         "distances beside the tolerance"],
 )
 def test_a_cancel_request_is_seen_inside_each_long_stage(monkeypatch, lo, hi, tolerance):
     # Tiny chunks so that each stage has many: the run must stop at the first check inside
