@@ -30,6 +30,7 @@ from ..core.matching import MATCHING_METHODS
 from ..core.report import build_report, render_html, to_json_text, write_atomically
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .geopackage import direct_location
 from .layers import (
     crs_for_pyproj,
     feature_batches,
@@ -390,6 +391,12 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             return None
         return [fields[name][1] for name in field_parameters if name in fields]
 
+    def _geopackage(self, parameters, name, context):
+        """(path, layer name) when the source is a whole GeoPackage layer read directly."""
+        return direct_location(
+            parameters.get(name), self.parameterAsVectorLayer(parameters, name, context)
+        )
+
     def _taxonomy(self, parameters, context):
         """The TAXONOMY file as a dict (None when not given); raises ValueError naming it."""
         path = self.parameterAsFile(parameters, self.TAXONOMY, context)
@@ -450,11 +457,13 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             reference_source, feedback, (0, 10),
             self._attributes_to_read(parameters, fields, self.REFERENCE_FIELDS,
                                      (self.FALSE_NEGATIVES,)),
+            self._geopackage(parameters, self.REFERENCE, context),
         )
         predicted = read_source(
             predicted_source, feedback, (10, 20),
             self._attributes_to_read(parameters, fields, self.PREDICTED_FIELDS,
                                      (self.TRUE_POSITIVES, self.FALSE_POSITIVES)),
+            self._geopackage(parameters, self.PREDICTED, context),
         ) if reference else None
         if predicted is None:
             return {}
