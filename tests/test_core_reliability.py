@@ -801,3 +801,62 @@ def test_a_cancel_request_is_seen_inside_each_long_stage(monkeypatch, lo, hi, to
         evaluate(predicted, reference, boundary_tolerance_m=tolerance, progress=progress)
     inside = [p for p in progress.reports if lo < p < hi]
     assert len(inside) == 1 and progress.reports[-1] == inside[0]
+
+
+def _shifted_boxes():
+    reference = [shapely.box(20 * i, 0, 20 * i + 10, 10) for i in range(6)]
+    # matched (IoU 81/119), unmatched, matched, missing, matched, far away
+    predicted = [shapely.box(1, 1, 11, 11), shapely.box(25, 0, 30, 2),
+                 shapely.box(41, 1, 51, 11), None, shapely.box(81, 1, 91, 11),
+                 shapely.box(500, 500, 510, 510)]
+    return predicted, reference
+
+
+def test_on_matched_sees_the_matching_while_the_boundary_metrics_run():
+    predicted, reference = _shifted_boxes()
+    seen = {}
+
+    def on_matched(matching, advance):
+        seen["pred_matched"] = matching.per_predicted["matched"].tolist()
+        seen["ref_matched"] = matching.per_reference["matched"].tolist()
+        seen["iou"] = matching.per_reference["iou"][0]
+        seen["columns"] = set(matching.per_reference)
+        seen["kept"] = matching.predicted.keep.tolist()
+        advance(1.0)
+
+    with_callback = evaluate(predicted, reference, boundary_tolerance_m=1.0,
+                             on_matched=on_matched)
+    without = evaluate(predicted, reference, boundary_tolerance_m=1.0)
+    assert seen["pred_matched"] == [True, False, True, True, False]  # row 3 (None) dropped
+    assert seen["kept"] == [0, 1, 2, 4, 5]
+    assert seen["ref_matched"] == [True, False, True, False, True, False]
+    assert seen["iou"] == pytest.approx(81 / 119, rel=1e-12)
+    assert "hausdorff_m" not in seen["columns"] and "matched" in seen["columns"]
+    # The same evaluation as without the callback, boundary columns included.
+    assert with_callback.metrics == without.metrics
+    assert with_callback.per_reference["hausdorff_m"][0] == pytest.approx(math.sqrt(2))
+
+
+def test_an_error_or_a_cancel_in_on_matched_stops_the_evaluation():
+    predicted, reference = _shifted_boxes()
+
+    def failing(matching, advance):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        evaluate(predicted, reference, on_matched=failing)
+
+    class CancelAfterMatching(Progress):
+        canceled = False
+
+        def is_canceled(self):
+            return self.canceled
+
+    progress = CancelAfterMatching()
+
+    def cancel(matching, advance):
+        progress.canceled = True
+        advance(0.5)
+
+    with pytest.raises(EvaluationCanceled):
+        evaluate(predicted, reference, on_matched=cancel, progress=progress)
