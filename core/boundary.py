@@ -23,6 +23,7 @@ from .parallel import ProgressCallback, run_chunks
 from .segments import (
     SegmentGrid,
     Segments,
+    axis_frame,
     boundary_segments,
     frame_distance,
     frame_integral,
@@ -34,8 +35,8 @@ from .segments import (
     ranges,
     regime_cuts,
     run_starts,
+    segment_axes,
     segment_distance,
-    segment_frame,
     split_segments,
 )
 
@@ -472,6 +473,8 @@ class _Boundaries:
         x0, y0, x1, y1 = self.xy
         self.box = np.stack([np.minimum(x0, x1), np.minimum(y0, y1),
                              np.maximum(x0, x1), np.maximum(y0, y1)])
+        # Start, unit direction and length (``segment_axes``), for the rows' frames.
+        self.axes = segment_axes(x0, y0, x1, y1)
 
     @property
     def n(self) -> int:
@@ -533,12 +536,17 @@ def _pair_distances(
     bounds = _Boundaries(xy, nxt, prv, _SLACK * size + 1e-300)
     del ox, oy, nxt, prv, short
 
-    # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones.
-    grid = SegmentGrid(x0, y0, x1, y1, 2 * owner + side, np.repeat(cell, 2),
-                       np.zeros((2 * n, 2)), np.repeat(extent, 2, axis=0))
     # Pieces: both boundaries cut into pieces of bounded length, sorted by pair.
     piece_len = np.maximum(_PIECE_FACTOR * mean_len, cell)
-    px0, py0, px1, py1, parent, _ = split_segments(x0, y0, x1, y1, piece_len[owner])
+    split = split_segments(x0, y0, x1, y1, piece_len[owner])
+    px0, py0, px1, py1, parent, _ = split
+    # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones. The
+    # grid cuts the segments at its cell size: the same cut as the pieces' when the cell is
+    # the piece length (as with the default factors), then not done twice.
+    grid = SegmentGrid(x0, y0, x1, y1, 2 * owner + side, np.repeat(cell, 2),
+                       np.zeros((2 * n, 2)), np.repeat(extent, 2, axis=0),
+                       split if np.array_equal(piece_len, cell) else None)
+    del split
     order = _by_pair(owner[parent], side[parent], n)
     parent = parent[order]
     pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], owner[parent])
@@ -658,15 +666,20 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
     Returns (the rows of the pieces finished in this round, grouped by piece, or None; the
     pieces to search again). ``radius`` of the pieces to search again is updated in place.
     """
-    sub = pieces[pp]
-    r = radius[pp]
+    # Consecutive pieces (the whole first round) are taken as views, without copies.
+    at = slice(pp[0], pp[-1] + 1) if pp[-1] - pp[0] + 1 == len(pp) else pp
+    sub = _Pieces(pieces.x0[at], pieces.y0[at], pieces.x1[at], pieces.y1[at], pieces.pair[at])
+    r = radius[at]
     lox, hix = np.minimum(sub.x0, sub.x1), np.maximum(sub.x0, sub.x1)
     loy, hiy = np.minimum(sub.y0, sub.y1), np.maximum(sub.y0, sub.y1)
     bx0, bx1, by0, by1 = lox - r, hix + r, loy - r, hiy + r
-    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[pp])
+    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[at])
     box = bounds.rows_box(seg)
-    near = np.flatnonzero((box[0] <= bx1[qi]) & (box[2] >= bx0[qi])
-                          & (box[1] <= by1[qi]) & (box[3] >= by0[qi]))
+    near = box[0] <= bx1[qi]  # the four tests, combined in place
+    near &= box[2] >= bx0[qi]
+    near &= box[1] <= by1[qi]
+    near &= box[3] >= by0[qi]
+    near = np.flatnonzero(near)
     del bx0, bx1, by0, by1
     qi, seg, box = qi[near], seg[near], np.take(box, near, axis=1)
     del near
@@ -684,19 +697,19 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
         best_worst[ids] = np.minimum.reduceat(worst, starts)
         f0 = np.minimum.reduceat(d0, starts)
         f1 = np.minimum.reduceat(d1, starts)
-        bound[ids] = np.minimum(best_worst[ids], 0.5 * (f0 + f1 + length[pp][ids]))
+        bound[ids] = np.minimum(best_worst[ids], 0.5 * (f0 + f1 + length[at][ids]))
     slack = bounds.slack[sub.pair]
     everything = r >= diag[sub.pair]
     done = has & ((bound + slack <= r) | everything)
     rows = None
-    row_done = done[qi]
-    if row_done.any():
-        # Keep the rows of finished pieces within U: first by box, then exactly.
-        limit = (bound + slack)[qi]
+    if done.any():
+        # Keep the rows of finished pieces within U: first by box (the box of each piece
+        # grown by U, empty for pieces not finished), then exactly.
+        grow = bound + slack
+        limit = grow[qi]
         near = (
-            row_done
-            & (box[0] <= hix[qi] + limit) & (box[2] >= lox[qi] - limit)
-            & (box[1] <= hiy[qi] + limit) & (box[3] >= loy[qi] - limit)
+            (box[0] <= np.where(done, hix + grow, -np.inf)[qi]) & (box[2] >= (lox - grow)[qi])
+            & (box[1] <= (hiy + grow)[qi]) & (box[3] >= (loy - grow)[qi])
         )
         # The distance between the piece and the segment where an end of the piece is farther
         # than U (0 elsewhere: those rows are kept either way).
@@ -742,7 +755,6 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         changes = np.cumsum(run_starts(fid) & ~new_piece)
         single = changes[ends - 1] == changes[starts]
         exact = single | (n_rows <= _EXACT_MAX_ROWS)
-        row_exact = exact[pr]
 
         # One function: exact integral; the maximum is at an end (convexity).
         sp = np.flatnonzero(single)
@@ -773,7 +785,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         many = np.flatnonzero(~exact)
         if len(many) == 0:
             break
-        in_many = np.flatnonzero(~row_exact)
+        in_many = np.flatnonzero(~exact[pr])
         many_rows = rows[in_many]
         many_rows.piece = (np.cumsum(~exact) - 1)[many_rows.piece]
         many_frame = np.take(frame, in_many, axis=1)
@@ -797,22 +809,34 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
     """The frame (``segment_frame``) of each row's segment seen from its piece, as one (5, rows)
-    array: one np.take gathers all five."""
+    array: one np.take gathers all four terms of the pieces, one all five of the segments."""
     start = np.stack([pieces.x0, pieces.y0, (pieces.x1 - pieces.x0) / length,
                       (pieces.y1 - pieces.y0) / length])
-    return segment_frame(*np.take(start, rows.piece, axis=1), *bounds.rows_xy(rows.seg))
+    return axis_frame(*np.take(start, rows.piece, axis=1), *np.take(bounds.axes, rows.seg, axis=1))
 
 
 def _end_distances(px0, py0, px1, py1, ax, ay, bx, by):
     """Distances from the ends (px0, py0) and (px1, py1) of pieces to segments [a, b] (a != b):
     ``point_segment_distance`` twice, sharing the segment's terms."""
     wx, wy = bx - ax, by - ay
-    ww = wx * wx + wy * wy
+    ww = wx * wx
+    ww += wy * wy
     out = []
     for x, y in ((px0, py0), (px1, py1)):
+        # hypot(dx - t wx, dy - t wy), t = clip((dx wx + dy wy) / ww, 0, 1), in place.
         dx, dy = x - ax, y - ay
-        t = np.minimum(np.maximum((dx * wx + dy * wy) / ww, 0.0), 1.0)
-        out.append(hypot(dx - t * wx, dy - t * wy))
+        t = dx * wx
+        tmp = dy * wy
+        t += tmp
+        t /= ww
+        np.maximum(t, 0.0, out=t)
+        np.minimum(t, 1.0, out=t)
+        dx -= np.multiply(t, wx, out=tmp)
+        dy -= np.multiply(t, wy, out=tmp)
+        dx *= dx
+        dy *= dy
+        dx += dy
+        out.append(np.sqrt(dx, out=dx))
     return out
 
 
@@ -931,16 +955,20 @@ def _envelope(length, frame, fid):
     edges = edges.reshape(-1)
     lo, hi = edges[at], edges[at + n_pairs * m]
     del edges
-    regime_i, regime_j = regime_i.reshape(-1)[at], regime_j.reshape(-1)[at]
-    pair_piece = at % (n_pairs * m)
-    del at
-    piece = pair_piece % m
-    pair = pair_piece // m
-    del pair_piece
+    # The columns of the two functions' quadratics in ``quad``, for every interval and then
+    # for the live ones: cheaper than index arithmetic on the live ones.
     size = w * m
-    qi = ic[pair] * m + piece + size * regime_i.astype(np.int64)
-    qj = jc[pair] * m + piece + size * regime_j.astype(np.int64)
-    del pair, regime_i, regime_j
+    qi, qj = regime_i.astype(np.int64), regime_j.astype(np.int64)
+    del regime_i, regime_j
+    qi *= size
+    qi += ic[:, None] * m + np.arange(m)
+    qj *= size
+    qj += jc[:, None] * m + np.arange(m)
+    qi, qj = qi.reshape(-1)[at], qj.reshape(-1)[at]
+    piece = at // m  # integer division by a scalar is fast, unlike %
+    piece *= m
+    np.subtract(at, piece, out=piece)
+    del at
     a2, a1, a0 = np.take(quad, qi, axis=1)
     b2, b1, b0 = np.take(quad, qj, axis=1)
     del qi, qj, quad
@@ -948,11 +976,17 @@ def _envelope(length, frame, fid):
     interval_len = length[piece]
     # Where two functions are equal on a whole interval (the distance to a vertex both
     # segments end at), the least one can change at the interval's ends.
-    same = np.flatnonzero(
-        (np.abs(d2) <= _ROOT_SLACK)
-        & (np.abs(d1) <= _ROOT_SLACK * (np.abs(a1) + np.abs(b1) + interval_len))
-        & (np.abs(d0) <= _ROOT_SLACK * (a0 + b0 + interval_len * interval_len))
-    )
+    # The test on d0 first (it seldom holds), then the others on the few that pass.
+    same = a0 + b0
+    same += interval_len * interval_len
+    same *= _ROOT_SLACK
+    same = np.flatnonzero(np.abs(d0) <= same)
+    if len(same):
+        same = same[
+            (np.abs(d2[same]) <= _ROOT_SLACK)
+            & (np.abs(d1[same]) <= _ROOT_SLACK * (np.abs(a1[same]) + np.abs(b1[same])
+                                                   + interval_len[same]))
+        ]
     del a2, a1, a0, b2, b1, b0
 
     # Cut points inside the pieces: where two functions cross, and the ends of the intervals
@@ -974,8 +1008,9 @@ def _envelope(length, frame, fid):
     inner_len = length[inner_piece]
     inner_s = np.minimum(np.maximum(np.concatenate(point_s), 0.0), inner_len)
     # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
-    # closer than its resolution may swap, which the merging below absorbs.
-    order = np.argsort(inner_piece + 0.5 * (inner_s / inner_len))
+    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
+    # so its bits as int64 sort the same way (and ties alike), and faster.
+    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
     inner_piece, inner_s = inner_piece[order], inner_s[order]
     del order, inner_len
     # Each piece's cut points: its start (s = 0), those inside in order, its end (s = L).
@@ -1023,11 +1058,13 @@ def _envelope(length, frame, fid):
     part_piece, s_lo, s_hi = part_piece[run], s_lo[run], s_hi[last]
     row = chosen[run] * m + part_piece
     t0, al, e0, be, sl = np.take(frame.reshape(5, -1), row, axis=1)
-    shifted = (t0 + al * s_lo, al, e0 + be * s_lo, be, sl)
+    t0 += al * s_lo
+    e0 += be * s_lo
     part_len = s_hi - s_lo
-    part_integral = frame_integral(*shifted, part_len)
-    part_max = np.maximum(frame_point_distance(*shifted, 0.0),
-                          frame_point_distance(*shifted, part_len))
+    part_integral = frame_integral(t0, al, e0, be, sl, part_len)
+    # The distance at the part's start (s = 0: no need to move along).
+    over = t0 - np.minimum(np.maximum(t0, 0.0), sl)
+    part_max = np.maximum(hypot(over, e0), frame_point_distance(t0, al, e0, be, sl, part_len))
     integral = np.bincount(part_piece, weights=part_integral, minlength=m)
     maximum = np.zeros(m)
     _raise_max(maximum, part_piece, part_max)
@@ -1044,21 +1081,34 @@ def _regime_quadratics(tau0, alpha, eta0, beta, seg_len, backward):
     c2[0] = c2[2] = 1.0
     eb = eta0 * beta
     e2 = eta0 * eta0
-    # The end point met first along s, then the one met last: a then b, or b then a.
-    for k, end in ((0, tau0 - seg_len * backward), (2, tau0 - seg_len * ~backward)):
-        c1[k] = 2.0 * (end * alpha + eb)
-        c0[k] = end * end + e2
-    c2[1] = beta * beta
-    c1[1] = 2.0 * eb
+    # The end point met first along s, then the one met last: a then b, or b then a
+    # (tau0 - seg_len * backward, exactly). Computed in place in ``quad``.
+    at_b = tau0 - seg_len
+    for k, end in ((0, np.where(backward, at_b, tau0)), (2, np.where(backward, tau0, at_b))):
+        np.multiply(end, alpha, out=c1[k])
+        c1[k] += eb
+        c1[k] *= 2.0
+        np.multiply(end, end, out=c0[k])
+        c0[k] += e2
+    np.multiply(beta, beta, out=c2[1])
+    np.multiply(eb, 2.0, out=c1[1])
     c0[1] = e2
     return quad
 
 
 def _squared_distance(tau0, alpha, eta0, beta, seg_len, s):
-    tau = tau0 + alpha * s
-    eta = eta0 + beta * s
-    over = tau - np.minimum(np.maximum(tau, 0.0), seg_len)
-    return over * over + eta * eta
+    # In place: two temporaries instead of ten.
+    tau = alpha * s
+    tau += tau0
+    eta = beta * s
+    eta += eta0
+    over = np.maximum(tau, 0.0)
+    np.minimum(over, seg_len, out=over)
+    np.subtract(tau, over, out=over)
+    over *= over
+    eta *= eta
+    over += eta
+    return over
 
 
 def _piece_bounds(length, rows: _Rows, frame):

@@ -124,39 +124,44 @@ def boundary_segments(geometries) -> Segments:
     coords, coord_curve = shapely.get_coordinates(curves, return_index=True)
     coord_owner = curve_owner[coord_curve]
 
-    finite = np.isfinite(coords).all(axis=1)
-    bad_owner = np.bincount(coord_owner[~finite], minlength=n_geoms) > 0
-    keep = ~bad_owner[coord_owner]
-    coords, coord_curve, coord_owner = coords[keep], coord_curve[keep], coord_owner[keep]
+    bad_owner = np.zeros(n_geoms, dtype=bool)
+    if not np.isfinite(coords).all():  # rare: skip the filtering otherwise
+        finite = np.isfinite(coords).all(axis=1)
+        bad_owner = np.bincount(coord_owner[~finite], minlength=n_geoms) > 0
+        keep = ~bad_owner[coord_owner]
+        coords, coord_curve, coord_owner = coords[keep], coord_curve[keep], coord_owner[keep]
     if len(coords) < 2:
         none, empty = np.zeros(0, dtype=np.int64), np.zeros(0)
         return Segments(empty, empty, empty, empty, none, none, none, np.zeros(n_geoms, bool))
+    x, y = np.ascontiguousarray(coords[:, 0]), np.ascontiguousarray(coords[:, 1])
+    del coords
 
     # Drop repeated consecutive vertices within a curve.
-    new_curve = np.r_[True, coord_curve[1:] != coord_curve[:-1]]
-    moved = np.r_[True, (coords[1:] != coords[:-1]).any(axis=1)]
-    keep = new_curve | moved
-    coords, coord_curve, coord_owner = coords[keep], coord_curve[keep], coord_owner[keep]
+    keep = run_starts(coord_curve)
+    keep[1:] |= x[1:] != x[:-1]
+    keep[1:] |= y[1:] != y[:-1]
+    if not keep.all():
+        keep = np.flatnonzero(keep)
+        x, y, coord_curve, coord_owner = x[keep], y[keep], coord_curve[keep], coord_owner[keep]
 
     # A segment joins consecutive vertices of the same curve.
-    same = coord_curve[1:] == coord_curve[:-1]
-    x, y = np.ascontiguousarray(coords[:, 0]), np.ascontiguousarray(coords[:, 1])
-    x0, y0, x1, y1 = x[:-1][same], y[:-1][same], x[1:][same], y[1:][same]
-    owner = coord_owner[:-1][same]
-    seg_curve = coord_curve[:-1][same]
+    start = np.flatnonzero(coord_curve[1:] == coord_curve[:-1])  # positions gather faster
+    end = start + 1
+    x0, y0, x1, y1 = x[start], y[start], x[end], y[end]
+    owner = coord_owner[start]
+    seg_curve = coord_curve[start]
     n = len(owner)
     index = np.arange(n, dtype=np.int64)
-    curve_first = np.r_[True, seg_curve[1:] != seg_curve[:-1]] if n else np.zeros(0, bool)
-    curve_last = np.r_[seg_curve[1:] != seg_curve[:-1], True] if n else np.zeros(0, bool)
-    first_index = np.maximum.accumulate(np.where(curve_first, index, 0)) if n else index
+    # The first and last segment of each curve (curves are runs of segments).
+    first = np.flatnonzero(run_starts(seg_curve))
+    last = np.append(first[1:] - 1, n - 1) if n else first
     # A closed curve (every ring) ends where it starts: its last segment is followed by its
     # first. Open curves have no segment before the first and after the last (-1).
-    closed = curve_last & (x1 == x0[first_index]) & (y1 == y0[first_index])
+    closed = (x1[last] == x0[first]) & (y1[last] == y0[first])
     nxt = index + 1
-    nxt[curve_last] = np.where(closed[curve_last], first_index[curve_last], -1)
-    prv = np.full(n, -1, dtype=np.int64)
-    has_next = nxt >= 0
-    prv[nxt[has_next]] = index[has_next]
+    nxt[last] = np.where(closed, first, -1)
+    prv = index - 1
+    prv[first] = np.where(closed, last, -1)
     valid = np.bincount(owner, minlength=n_geoms) > 0
     return Segments(x0, y0, x1, y1, owner, nxt, prv, valid & ~bad_owner)
 
@@ -208,15 +213,18 @@ def split_segments(x0, y0, x1, y1, max_length):
         index = np.arange(len(m), dtype=np.int64)
         return x0, y0, x1, y1, index, np.zeros(len(m), dtype=np.int64)
     parent = group_ids(m)
-    sub = np.arange(len(parent), dtype=np.int64) - (np.cumsum(m) - m)[parent]
-    mm = m[parent].astype(float)
-    t0, t1 = sub / mm, (sub + 1) / mm
-    last = sub + 1 == m[parent]
-    ax, ay, dx, dy = x0[parent], y0[parent], (x1 - x0)[parent], (y1 - y0)[parent]
-    px0 = np.where(sub == 0, ax, ax + t0 * dx)
-    py0 = np.where(sub == 0, ay, ay + t0 * dy)
-    px1 = np.where(last, x1[parent], ax + t1 * dx)
-    py1 = np.where(last, y1[parent], ay + t1 * dy)
+    first = np.cumsum(m) - m
+    sub = np.arange(len(parent), dtype=np.int64) - first[parent]
+    px0, py0, px1, py1 = x0[parent], y0[parent], x1[parent], y1[parent]
+    # Only the inner cut points are computed (most segments are not cut): the cut after
+    # piece k of a segment ends piece k and starts piece k + 1.
+    cut = np.flatnonzero(sub)
+    cp = parent[cut]
+    t = sub[cut] / m[cp].astype(float)
+    px0[cut] = x0[cp] + t * (x1[cp] - x0[cp])
+    py0[cut] = y0[cp] + t * (y1[cp] - y0[cp])
+    px1[cut - 1] = px0[cut]
+    py1[cut - 1] = py0[cut]
     return px0, py0, px1, py1, parent, sub
 
 
@@ -230,7 +238,7 @@ class SegmentGrid:
     with a piece whose bounding box meets the query box, once.
     """
 
-    def __init__(self, x0, y0, x1, y1, group, cell, origin, extent):
+    def __init__(self, x0, y0, x1, y1, group, cell, origin, extent, split=None):
         """
         Args:
             x0, y0, x1, y1: float arrays, shape (n,): the indexed segments.
@@ -238,6 +246,8 @@ class SegmentGrid:
             cell: float array, shape (n_groups,): cell size of each group, > 0.
             origin, extent: float arrays, shape (n_groups, 2): lower-left corner and size of a
                 box holding every segment of the group.
+            split: optional, ``split_segments(x0, y0, x1, y1, cell[group])`` if the caller
+                already has it.
         """
         self.cell = cell
         self.ox = np.ascontiguousarray(origin[:, 0])
@@ -248,19 +258,24 @@ class SegmentGrid:
         self.base = np.cumsum(n_cells) - n_cells
         total_cells = int(n_cells.sum())
 
-        px0, py0, px1, py1, parent, sub = split_segments(x0, y0, x1, y1, cell[group])
+        if split is None:
+            split = split_segments(x0, y0, x1, y1, cell[group])
+        px0, py0, px1, py1, parent, sub = split
         pgroup = group[parent]
         ix = self._column(np.minimum(px0, px1), pgroup)
         iy = self._row(np.minimum(py0, py1), pgroup)
         key = self.base[pgroup] + iy * self.ncol[pgroup] + ix
         order = np.argsort(key, kind="stable")
-        # What a query reads, in cell order: each piece's segment and, for a piece after the
-        # first of its segment, the cell of the piece before it (-1 for a first piece).
+        # What a query reads, in cell order: each piece's segment (as ~segment, negative, for
+        # a piece after the first of its segment) and, for such a piece, the cell of the
+        # piece before it.
         self.parent = parent[order]
         self.split = len(parent) > len(x0)
         if self.split:
             before = np.maximum(order - 1, 0)
-            self.prev_ix = np.where(sub[order] > 0, ix[before], -1)
+            later = sub[order] > 0
+            np.invert(self.parent, out=self.parent, where=later)
+            self.prev_ix = ix[before]
             self.prev_iy = iy[before]
         self.dense = total_cells <= _DENSE_GRID_CELLS_PER_PIECE * len(key) + _DENSE_GRID_MIN_CELLS
         if self.dense:
@@ -270,12 +285,10 @@ class SegmentGrid:
             self.sorted_key = key[order]
 
     def _column(self, x, group, shift=0):
-        ix = np.floor((x - self.ox[group]) / self.cell[group]) - shift
-        return np.minimum(np.maximum(ix, 0), self.ncol[group] - 1).astype(np.int64)
+        return _cell_index(x, self.ox[group], self.cell[group], self.ncol[group], shift)
 
     def _row(self, y, group, shift=0):
-        iy = np.floor((y - self.oy[group]) / self.cell[group]) - shift
-        return np.minimum(np.maximum(iy, 0), self.nrow[group] - 1).astype(np.int64)
+        return _cell_index(y, self.oy[group], self.cell[group], self.nrow[group], shift)
 
     def query(self, bx0, by0, bx1, by1, group) -> tuple[np.ndarray, np.ndarray]:
         """Segments with a piece whose bounding box meets each query box.
@@ -289,13 +302,21 @@ class SegmentGrid:
             segment of the query's group with a piece in the scanned cells, once. A superset of
             the segments meeting the box.
         """
-        ix_lo, ix_hi = self._column(bx0, group, 1), self._column(bx1, group)
-        iy_lo, iy_hi = self._row(by0, group, 1), self._row(by1, group)
+        # The group's terms, gathered once for the four bounds.
+        ox, oy, cell = self.ox[group], self.oy[group], self.cell[group]
+        ncol, nrow = self.ncol[group], self.nrow[group]
+        ix_lo, ix_hi = _cell_index(bx0, ox, cell, ncol, 1), _cell_index(bx1, ox, cell, ncol)
+        iy_lo, iy_hi = _cell_index(by0, oy, cell, nrow, 1), _cell_index(by1, oy, cell, nrow)
         n_rows = iy_hi - iy_lo + 1
         q_of_row = group_ids(n_rows)
-        row_base = self.base[group][q_of_row] + ranges(iy_lo, n_rows) * self.ncol[group][q_of_row]
-        k_lo = row_base + ix_lo[q_of_row]
-        k_hi = row_base + ix_hi[q_of_row]
+        # Key of the first scanned cell of each row of cells (``ranges`` without a second
+        # group_ids), and of the last.
+        first_row = np.cumsum(n_rows) - n_rows
+        k_lo = np.arange(len(q_of_row), dtype=np.int64)
+        k_lo -= first_row[q_of_row]
+        k_lo *= ncol[q_of_row]
+        k_lo += (self.base[group] + iy_lo * ncol + ix_lo)[q_of_row]
+        k_hi = k_lo + (ix_hi - ix_lo)[q_of_row]
         if self.dense:
             lo = self.cell_start[k_lo]
             hi = self.cell_start[k_hi + 1]
@@ -305,22 +326,38 @@ class SegmentGrid:
         count = hi - lo
         row = group_ids(count)
         query = q_of_row[row]
-        at = np.arange(len(row), dtype=np.int64) + (lo - (np.cumsum(count) - count))[row]
+        at = np.arange(len(row), dtype=np.int64)
+        at += (lo - (np.cumsum(count) - count))[row]
         if not self.split:
             return query, self.parent[at]
         # A segment cut into pieces is reported by the first of its pieces that the scan sees:
         # drop a piece when the previous piece of the same segment is in a scanned cell.
-        px = self.prev_ix[at]
-        later = np.flatnonzero(px >= 0)
+        segment = self.parent[at]
+        later = np.flatnonzero(segment < 0)
+        segment[later] = ~segment[later]
         q = query[later]
-        px, py = px[later], self.prev_iy[at[later]]
+        at = at[later]
+        px, py = self.prev_ix[at], self.prev_iy[at]
         seen = (px >= ix_lo[q]) & (px <= ix_hi[q]) & (py >= iy_lo[q]) & (py <= iy_hi[q])
         if not seen.any():
-            return query, self.parent[at]
+            return query, segment
         keep = np.ones(len(query), dtype=bool)
         keep[later[seen]] = False
         keep = np.flatnonzero(keep)
-        return query[keep], self.parent[at[keep]]
+        return query[keep], segment[keep]
+
+
+def _cell_index(x, origin, cell, n_cells, shift=0):
+    """Column (or row) of the cells holding coordinates x, minus ``shift``, clipped to the
+    grid (int64)."""
+    ix = np.subtract(x, origin)  # then in place
+    ix /= cell
+    np.floor(ix, out=ix)
+    if shift:
+        ix -= shift
+    np.maximum(ix, 0, out=ix)
+    np.minimum(ix, n_cells - 1, out=ix)
+    return ix.astype(np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -361,17 +398,39 @@ def segment_frame(px, py, ux, uy, ax, ay, bx, by):
     Returns ``(tau0, alpha, eta0, beta, seg_len)`` as the rows of one (5, n) float array (one
     ``np.take`` then gathers all five), computed in place.
     """
-    out = np.empty((5, len(px)))
-    tau0, alpha, eta0, beta, seg_len = out
-    wx, wy = bx - ax, by - ay
+    return axis_frame(px, py, ux, uy, *segment_axes(ax, ay, bx, by))
+
+
+def segment_axes(ax, ay, bx, by):
+    """Start a, unit direction w and length of each segment [a, b]: the rows ``(ax, ay, wx,
+    wy, seg_len)`` of one (5, n) float array, the part of ``segment_frame`` that depends on
+    the segment only (computed once per segment, then gathered per row)."""
+    out = np.empty((5, len(ax)))
+    out[0], out[1] = ax, ay
+    wx, wy, seg_len = out[2:]
+    np.subtract(bx, ax, out=wx)
+    np.subtract(by, ay, out=wy)
     np.sqrt(wx * wx + wy * wy, out=seg_len)  # hypot
     wx /= seg_len
     wy /= seg_len
+    return out
+
+
+def axis_frame(px, py, ux, uy, ax, ay, wx, wy, seg_len):
+    """``segment_frame`` from the segment's axes (``segment_axes``): a (5, n) float array."""
+    out = np.empty((5, len(px)))
+    tau0, alpha, eta0, beta, out_len = out
+    out_len[:] = seg_len
     dx, dy = px - ax, py - ay
-    np.add(dx * wx, dy * wy, out=tau0)
-    np.add(ux * wx, uy * wy, out=alpha)
-    np.subtract(wx * dy, wy * dx, out=eta0)
-    np.subtract(wx * uy, wy * ux, out=beta)
+    t = np.empty(len(px))  # the one temporary of the products
+    np.multiply(dx, wx, out=tau0)
+    tau0 += np.multiply(dy, wy, out=t)
+    np.multiply(ux, wx, out=alpha)
+    alpha += np.multiply(uy, wy, out=t)
+    np.multiply(wx, dy, out=eta0)
+    eta0 -= np.multiply(wy, dx, out=t)
+    np.multiply(wx, uy, out=beta)
+    beta -= np.multiply(wy, ux, out=t)
     return out
 
 
@@ -389,12 +448,15 @@ def frame_distance(tau0, alpha, eta0, beta, seg_len, s):
 
 def abs_linear_integral(y0, y1, width):
     """Integral of |y| over an interval of the given width where y is linear from y0 to y1."""
-    a0, a1 = np.abs(y0), np.abs(y1)
-    total = a0 + a1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # Opposite signs: the two triangles on either side of the zero (total > 0 there).
-        opposite = width * (y0 * y0 + y1 * y1) / (2.0 * total)
-    return np.where(y0 * y1 >= 0, 0.5 * width * total, opposite)
+    total = np.abs(y0)
+    total += np.abs(y1)
+    out = 0.5 * width * total
+    # Opposite signs (seldom): the two triangles on either side of the zero (total > 0).
+    k = np.flatnonzero(~(y0 * y1 >= 0))
+    if len(k):
+        w = width[k] if np.ndim(width) else width
+        out[k] = w * (y0[k] * y0[k] + y1[k] * y1[k]) / (2.0 * total[k])
+    return out
 
 
 def regime_cuts(tau0, alpha, seg_len, length):
@@ -404,13 +466,17 @@ def regime_cuts(tau0, alpha, seg_len, length):
     falls before a (after b where ``backward``, i.e. alpha is negative, -0 included), on
     [e1, e2] on the segment, on [e2, length] after b (before a where ``backward``).
     """
+    # In place: fewer temporaries.
+    ca = np.negative(tau0)
+    cb = np.subtract(seg_len, tau0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ca = -tau0 / alpha
-        cb = (seg_len - tau0) / alpha
+        ca /= alpha
+        cb /= alpha
     # With alpha = ±0 the regime is the same all along: the cuts are ±inf, clipped to an end,
     # or 0/0 = NaN when x(s) stays level with a, which fmax turns into 0.
-    ca = np.fmin(np.fmax(ca, 0.0), length)
-    cb = np.fmin(np.fmax(cb, 0.0), length)
+    for c in (ca, cb):
+        np.fmax(c, 0.0, out=c)
+        np.fmin(c, length, out=c)
     return np.minimum(ca, cb), np.maximum(ca, cb), np.signbit(alpha)
 
 
@@ -441,11 +507,19 @@ def frame_integral(tau0, alpha, eta0, beta, seg_len, length):
     (for a point at offset c along the line and distance h from it, ∫ sqrt((s - c)² + h²)).
     """
     e1, e2, backward = regime_cuts(tau0, alpha, seg_len, length)
-    # The end point met first along s and the one met last: a then b, or b then a.
-    first = tau0 - seg_len * backward
-    last = tau0 - seg_len * ~backward
-    total = _point_integral(first, alpha, eta0, beta, 0.0, e1)
-    total += _point_integral(last, alpha, eta0, beta, e2, length)
+    length = np.broadcast_to(length, e2.shape)
+    # The end point met first along s and the one met last: a then b, or b then a. Most rows
+    # stay on the segment, so the point integrals are done only where their interval is not
+    # empty (elsewhere they are exactly 0).
+    total = np.zeros(len(e1))
+    k = np.flatnonzero(e1 > 0)
+    if len(k):
+        first = tau0[k] - seg_len[k] * backward[k]
+        total[k] = _point_integral(first, alpha[k], eta0[k], beta[k], 0.0, e1[k])
+    k = np.flatnonzero(e2 < length)
+    if len(k):
+        last = tau0[k] - seg_len[k] * ~backward[k]
+        total[k] += _point_integral(last, alpha[k], eta0[k], beta[k], e2[k], length[k])
     total += abs_linear_integral(eta0 + beta * e1, eta0 + beta * e2, e2 - e1)
     return total
 
@@ -464,13 +538,24 @@ def quadratic_roots(a, b, c, slack=0.0):
     A discriminant down to -slack (b² + 4 |a c|) counts as 0: a double root, which rounding
     can turn into a pair of complex ones when two curves touch.
     """
+    # In place where it can be: fewer temporaries.
     bb = b * b
-    four_ac = 4.0 * a * c
+    four_ac = 4.0 * a
+    four_ac *= c
     disc = bb - four_ac
-    ok = disc >= -slack * (bb + np.abs(four_ac))
-    root = np.sqrt(np.maximum(disc, 0.0))
-    q = -0.5 * (b + np.copysign(root, b))
+    np.abs(four_ac, out=four_ac)
+    bb += four_ac
+    bb *= -slack
+    ok = disc >= bb
+    del bb, four_ac
+    np.maximum(disc, 0.0, out=disc)
+    root = np.sqrt(disc, out=disc)
+    q = np.copysign(root, b, out=root)
+    q += b
+    q *= -0.5
     with np.errstate(divide="ignore", invalid="ignore"):
-        r1 = np.where(ok & (a != 0), q / a, np.nan)
-        r2 = np.where(ok & (q != 0), c / q, np.nan)
+        r1 = np.divide(q, a)
+        r1[~(ok & (a != 0))] = np.nan
+        r2 = np.divide(c, q)
+        r2[~(ok & (q != 0))] = np.nan
     return r1, r2
