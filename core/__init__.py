@@ -3,7 +3,7 @@
 Pure Python on shapely >= 2.1, pyproj and numpy; it never imports qgis.
 """
 
-from .evaluate import Evaluation, Matching, evaluate
+from .evaluate import Evaluation, evaluate
 from .progress import EvaluationCanceled, Progress
 
-__all__ = ["Evaluation", "EvaluationCanceled", "Matching", "Progress", "evaluate"]
+__all__ = ["Evaluation", "EvaluationCanceled", "Progress", "evaluate"]

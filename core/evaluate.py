@@ -116,22 +116,6 @@ class Evaluation:
     warnings: list = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Matching:
-    """What an evaluation knows once objects are matched, before its boundary metrics and
-    summary (``evaluate``'s ``on_matched`` receives it).
-
-    Attributes: as Evaluation's; ``per_reference`` and ``per_predicted`` hold only the
-    columns of the matching (area_m2, matched, pred_index / ref_index, iou, best_iou,
-    max_overlap_pred_index, overlaps_reference, ignored, ...), no boundary columns.
-    """
-
-    reference: PreparedLayer
-    predicted: PreparedLayer
-    per_reference: dict = field(repr=False)
-    per_predicted: dict = field(repr=False)
-
-
 def evaluate(
     predicted,
     reference,
@@ -156,7 +140,6 @@ def evaluate(
     boundary_tolerance_m: float | None = None,
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
-    on_matched=None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -190,12 +173,6 @@ def evaluate(
             at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
             measured in the WGS 84 / UTM zone of each reference field's centroid.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
-        on_matched: optional callable(matching: Matching, advance), called on the calling
-            thread as soon as objects are matched while the boundary metrics are computed on
-            another (a caller writes the outputs that need only the matching meanwhile).
-            ``advance(fraction)`` reports its share of the progress and raises
-            EvaluationCanceled on cancel; an exception it raises stops the evaluation and
-            propagates.
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -293,24 +270,10 @@ def evaluate(
         "Boundary distances" if boundary_tolerance_m is None
         else "Boundary distances and lengths within the tolerance",
     )
-
-    def boundary_metrics(advance):
-        return _boundary_metrics(
-            ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
-            boundary_tolerance_m, advance,
-        )
-
-    if on_matched is None:
-        zones = boundary_metrics(progress.span(45, 75))
-    else:
-        # Copies of the tables: the boundary metrics add columns to them meanwhile.
-        matching_so_far = Matching(ref, pred, dict(tables.reference), dict(tables.predicted))
-        _, zones = run_beside(
-            lambda advance: on_matched(matching_so_far, advance),
-            boundary_metrics,
-            progress.span(45, 75),
-            weights=(1.0, 2.0),
-        )
+    zones = _boundary_metrics(
+        ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
+        boundary_tolerance_m, progress,
+    )
     progress.checkpoint(75, "Summarising")
     tolerance = boundary_tolerance_m is not None
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
@@ -685,10 +648,10 @@ def _bootstrap(
 
 
 def _boundary_metrics(
-    ref, pred, tables: _Tables, crss, spacing_m, tolerance_m, advance
+    ref, pred, tables: _Tables, crss, spacing_m, tolerance_m, progress: Progress
 ) -> list[int]:
     """Add the boundary columns to the per-reference (and per-prediction) tables; returns the
-    UTM zones used. ``advance``: progress callback (fraction done), may raise to cancel.
+    UTM zones used.
 
     Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
     both polygons in the reference field's UTM zone; every reference gets perimeter_m and
@@ -710,7 +673,7 @@ def _boundary_metrics(
         )
 
     if tolerance_m is None:
-        distances = distances_of_matches(advance)
+        distances = distances_of_matches(progress.span(45, 75))
     else:
         # Side by side: the distance stage alone keeps both cores only partly busy.
         distances, (within_ref, perimeter_ref, within_pred, perimeter_pred) = run_beside(
@@ -718,7 +681,7 @@ def _boundary_metrics(
             lambda advance: tolerance_lengths_in_utm(
                 ref_zoned, pred_zoned, tolerance_m, progress=advance
             ),
-            advance,
+            progress.span(45, 75),
             weights=(2.0, 1.0),  # their CPU times at 50k fields
         )
     for name, values in (

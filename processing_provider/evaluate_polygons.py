@@ -42,7 +42,7 @@ from .metadata import plugin_version
 from .outputs import (
     FALSE_NEGATIVES,
     FALSE_POSITIVES,
-    MATCHING_OUTPUTS,
+    LAYER_OUTPUTS,
     PER_FIELD,
     STYLES,
     TRUE_POSITIVES,
@@ -474,39 +474,6 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             index = fields[name][1]
             return [attributes[index] for attributes in features.attributes]
 
-        ref_ids = (
-            [attrs[id_index] for attrs in reference.attributes]
-            if id_index >= 0
-            else reference.feature_ids.tolist()
-        )
-        if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
-            feedback.pushWarning(
-                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
-                "the per-field table cannot be joined back one to one"
-            )
-        id_qfield = (
-            QgsField(reference_source.fields().at(id_index))
-            if id_index >= 0
-            else QgsField("ref_fid", QVariant.LongLong)
-        )
-        transform = _transform(predicted_source, reference_source, context)
-        crs = reference_source.sourceCrs()
-        writer = _OutputWriter(self, parameters, context, feedback)
-
-        def outputs_of(evaluation):
-            return EvaluationOutputs(
-                evaluation, predicted, reference, predicted_source.fields(),
-                reference_source.fields(), ref_ids, id_qfield, transform,
-            )
-
-        def write_matching_layers(matching, advance):
-            # While the core computes the boundary metrics on another thread.
-            if any(_requested(parameters, name) for name in MATCHING_OUTPUTS):
-                feedback.pushInfo(self.tr(
-                    "Writing the TP, FP and FN layers while the boundary metrics are computed"
-                ))
-            writer.write(outputs_of(matching), MATCHING_OUTPUTS, crs, advance)
-
         try:
             with forward_core_log(feedback):
                 evaluation = evaluate(
@@ -523,23 +490,44 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                     reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
                     predicted_scores=column(predicted, self.SCORE_FIELD),
                     progress=_FeedbackProgress(feedback, 20, 75),
-                    on_matched=write_matching_layers,
                     **options,
                 )
-            metrics = evaluation.metrics
-            feedback.pushInfo(
-                f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
-                f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
-                f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
-            )
-            feedback.setProgressText(self.tr("Writing outputs"))
-            writer.write(outputs_of(evaluation), (PER_FIELD,), crs,
-                         _FeedbackProgress(feedback, 75, 95).span(0, 100))
         except EvaluationCanceled:
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
-        results = writer.results
+
+        metrics = evaluation.metrics
+        feedback.pushInfo(
+            f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
+            f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
+            f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
+        )
+        feedback.setProgressText(self.tr("Writing outputs"))
+        writer = _OutputWriter(self, parameters, context, feedback)
+        ref_ids = (
+            [attrs[id_index] for attrs in reference.attributes]
+            if id_index >= 0
+            else reference.feature_ids.tolist()
+        )
+        if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
+            feedback.pushWarning(
+                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
+                "the per-field table cannot be joined back one to one"
+            )
+        id_qfield = (
+            QgsField(reference_source.fields().at(id_index))
+            if id_index >= 0
+            else QgsField("ref_fid", QVariant.LongLong)
+        )
+        outputs = EvaluationOutputs(
+            evaluation, predicted, reference, predicted_source.fields(),
+            reference_source.fields(), ref_ids, id_qfield,
+            _transform(predicted_source, reference_source, context),
+        )
+        results = writer.write_all(outputs, reference_source.sourceCrs())
+        if results is None or feedback.isCanceled():
+            return {}
 
         feedback.setProgressText(self.tr("Writing reports"))
         inputs = {
@@ -588,24 +576,26 @@ class _FeedbackProgress(Progress):
 
 
 class _OutputWriter:
-    """Creates each layer output once the evaluation has its rows (TP, FP and FN after the
-    matching, the per-field table at the end: a run that fails or is canceled before leaves
-    none of them) and fills it in batches of features."""
+    """Creates the sinks after evaluation (so a failed or canceled run leaves none) and fills
+    them in batches of features."""
 
-    def __init__(self, algorithm, parameters, context, feedback):
+    def __init__(self, algorithm, parameters, context, feedback, progress_range=(75.0, 95.0)):
         self.algorithm, self.parameters = algorithm, parameters
         self.context, self.feedback = context, feedback
-        #: {output name: destination id} of the outputs written.
-        self.results = {}
+        self.progress_range = progress_range
 
-    def write(self, outputs, names, crs, advance):
-        """Write the requested ones of the layer outputs ``names`` of ``outputs`` (an
-        outputs.EvaluationOutputs) in ``crs``. ``advance(fraction written)`` is called after
-        each batch; it raises EvaluationCanceled to stop."""
-        names = [name for name in names if _requested(self.parameters, name)]
+    def write_all(self, outputs, crs):
+        """Write the requested layer outputs (an outputs.EvaluationOutputs) in ``crs``.
+
+        Returns {output name: destination id}, or None when canceled.
+        """
+        names = [name for name in LAYER_OUTPUTS if _requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
-        written = 0
+        start, end = self.progress_range
+        results, written = {}, 0
         for name in names:
+            if self.feedback.isCanceled():
+                return None
             fields = outputs.fields(name)
             sink, dest_id = self.algorithm.parameterAsSink(
                 self.parameters, name, self.context, fields, outputs.wkb_type(name), crs
@@ -621,11 +611,13 @@ class _OutputWriter:
                         self.algorithm.writeFeatureError(sink, self.parameters, name)
                     )
                 written += len(features)
-                advance(written / total)
+                self.feedback.setProgress(start + (end - start) * written / total)
+                if self.feedback.isCanceled():
+                    return None
             del sink  # closes and flushes the file before its style is stored in it
             self._style(name, dest_id)
-            self.results[name] = dest_id
-        advance(1.0)
+            results[name] = dest_id
+        return results
 
     def _style(self, name, dest_id):
         if name not in STYLES:

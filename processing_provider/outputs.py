@@ -18,9 +18,8 @@ TRUE_POSITIVES = "TRUE_POSITIVES"
 FALSE_POSITIVES = "FALSE_POSITIVES"
 FALSE_NEGATIVES = "FALSE_NEGATIVES"
 PER_FIELD = "PER_FIELD"
-#: The layer outputs that need only the matching (written while boundary metrics run); the
-#: per-field table is written last.
-MATCHING_OUTPUTS = (TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES)
+#: The layer outputs, in the order they are written.
+LAYER_OUTPUTS = (TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD)
 #: QML style (resources/styles) of each layer output that has one.
 STYLES = {
     TRUE_POSITIVES: "true_positives",
@@ -51,8 +50,7 @@ class EvaluationOutputs:
     """Fields and rows of the layer outputs of one evaluation; rows are built on demand.
 
     Args:
-        evaluation: core.Evaluation, or core.Matching for the outputs of MATCHING_OUTPUTS;
-            row k of its prepared layers is input row ``keep[k]``.
+        evaluation: core.Evaluation; row k of its prepared layers is input row ``keep[k]``.
         predicted, reference: layers.SourceFeatures as read (attributes are needed only for
             the outputs that copy them: TP and FP for predicted, FN for reference).
         predicted_fields, reference_fields: the sources' QgsFields.
