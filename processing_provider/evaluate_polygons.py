@@ -604,7 +604,7 @@ class _OutputWriter:
                 raise QgsProcessingException(self.algorithm.invalidSinkError(self.parameters, name))
             rows = outputs.rows(name)
             for features in feature_batches(
-                fields, rows.geometries, rows.own, rows.columns, rows.transform
+                rows.geometries, rows.own, rows.columns, rows.transform
             ):
                 if not sink.addFeatures(features, FAST_INSERT):
                     raise QgsProcessingException(

@@ -169,11 +169,11 @@ WRITE_BATCH_ROWS = 1000
 WRITE_BATCH_VERTICES = 500_000
 
 
-def feature_batches(fields, geometries, own_attributes, columns, transform=None):
-    """The rows of an output as lists of QgsFeature, batch by batch, for sink.addFeatures.
+def feature_batches(geometries, own_attributes, columns, transform=None):
+    """The rows of an output as lists of QgsFeature, batch by batch, for sink.addFeatures
+    (whose fields are the own fields, then one per column).
 
     Args:
-        fields: QgsFields of the sink: the own fields, then one per column.
         geometries: object array (n,) of shapely polygonal geometries, made multi-part on the
             way; None for a table without geometry.
         own_attributes: list (n,) of attribute lists (an input feature's own values, in
@@ -191,7 +191,9 @@ def feature_batches(fields, geometries, own_attributes, columns, transform=None)
         wkbs = shapely.to_wkb(geometries[start:stop]).tolist() if geometries is not None else None
         features = []
         for k, extra in zip(range(start, stop), values):
-            feature = QgsFeature(fields)
+            # Without fields: sinks write attributes by position, and copying the fields
+            # into each feature costs as much as setting its attributes.
+            feature = QgsFeature()
             if wkbs is not None:
                 feature.setGeometry(_multi_geometry(wkbs[k - start], transform))
             feature.setAttributes(
