@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from qgis.core import (
     QgsCoordinateTransform,
@@ -49,6 +51,7 @@ from .outputs import (
     EvaluationOutputs,
 )
 from .validation import (
+    destination_path,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
@@ -593,30 +596,45 @@ class _OutputWriter:
         total = max(sum(outputs.row_count(name) for name in names), 1)
         start, end = self.progress_range
         results, written = {}, 0
-        for name in names:
-            if self.feedback.isCanceled():
-                return None
-            fields = outputs.fields(name)
-            sink, dest_id = self.algorithm.parameterAsSink(
-                self.parameters, name, self.context, fields, outputs.wkb_type(name), crs
-            )
-            if sink is None:
-                raise QgsProcessingException(self.algorithm.invalidSinkError(self.parameters, name))
-            rows = outputs.rows(name)
-            for features in feature_batches(
-                rows.geometries, rows.own, rows.columns, rows.transform
-            ):
-                if not sink.addFeatures(features, FAST_INSERT):
-                    raise QgsProcessingException(
-                        self.algorithm.writeFeatureError(sink, self.parameters, name)
-                    )
-                written += len(features)
-                self.feedback.setProgress(start + (end - start) * written / total)
+        # A file output is closed (flushed, its spatial index built: a third of its writing
+        # time) on a worker thread while the next one is written; QGIS releases the GIL
+        # there. Only when every output is a file of its own (or a memory layer): other
+        # destinations (databases, layers of one GeoPackage) close here, one after another.
+        destinations = {name: destination_path(self.parameters, name) for name in names}
+        own_files = all(_plain_file(path) for path in destinations.values() if path)
+        with ThreadPoolExecutor(1) as closer:
+            for name in names:
                 if self.feedback.isCanceled():
                     return None
-            del sink  # closes and flushes the file before its style is stored in it
+                fields = outputs.fields(name)
+                sink, dest_id = self.algorithm.parameterAsSink(
+                    self.parameters, name, self.context, fields, outputs.wkb_type(name), crs
+                )
+                if sink is None:
+                    raise QgsProcessingException(
+                        self.algorithm.invalidSinkError(self.parameters, name)
+                    )
+                rows = outputs.rows(name)
+                for features in feature_batches(
+                    rows.geometries, rows.own, rows.columns, rows.transform
+                ):
+                    if not sink.addFeatures(features, FAST_INSERT):
+                        raise QgsProcessingException(
+                            self.algorithm.writeFeatureError(sink, self.parameters, name)
+                        )
+                    written += len(features)
+                    self.feedback.setProgress(start + (end - start) * written / total)
+                    if self.feedback.isCanceled():
+                        return None
+                if own_files and destinations[name] and Path(dest_id).is_file():
+                    last_reference = [sink]
+                    del sink
+                    closer.submit(last_reference.clear)  # the sink closes where it is freed
+                else:
+                    del sink
+                results[name] = dest_id
+        for name, dest_id in results.items():  # all closed: styles go into the files
             self._style(name, dest_id)
-            results[name] = dest_id
         return results
 
     def _style(self, name, dest_id):
@@ -627,6 +645,14 @@ class _OutputWriter:
             details = self.context.layerToLoadOnCompletionDetails(dest_id)
             details.setPostProcessor(StylePostProcessor.for_style(qml))
         store_style_in_file(dest_id, qml, self.feedback)
+
+
+def _plain_file(destination: str) -> bool:
+    """Whether an output destination is a file path alone: no layer name, no data source
+    URI (``ogr:dbname=... table=...``, ``postgres://...``)."""
+    return "|" not in destination and not destination.startswith("ogr:") and (
+        "://" not in destination
+    )
 
 
 def _requested(parameters, name) -> bool:

@@ -19,7 +19,7 @@ def polygon_source_error(source, name: str) -> str | None:
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
 
 
-def _destination_path(parameters: dict, name: str) -> str | None:
+def destination_path(parameters: dict, name: str) -> str | None:
     """The file (and layer) an output parameter writes to; None for memory/temporary ones."""
     value = parameters.get(name)
     if isinstance(value, QgsProcessingOutputLayerDefinition):
@@ -34,7 +34,7 @@ def same_destination_error(parameters: dict, names) -> str | None:
     first); outputs to different layers of one GeoPackage (``|layername=``) are fine."""
     seen = {}
     for name in names:
-        path = _destination_path(parameters, name)
+        path = destination_path(parameters, name)
         if path is None:
             continue
         file_name, _, layer = path.partition("|")
@@ -47,7 +47,7 @@ def same_destination_error(parameters: dict, names) -> str | None:
 
 def unwritable_destination_error(parameters: dict, name: str) -> str | None:
     """A message when an output file's folder does not exist or cannot be written."""
-    value = _destination_path(parameters, name)
+    value = destination_path(parameters, name)
     if value is None:
         return None
     path = value.split("|")[0]

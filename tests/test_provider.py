@@ -251,6 +251,34 @@ def test_outputs_written_to_geopackage_carry_their_style(ioueval_provider, tmp_p
     assert color == "#0072b2"
 
 
+def test_outputs_in_one_geopackage_and_in_files_of_their_own_are_complete_and_styled(
+    ioueval_provider, tmp_path
+):
+    # TP and FP as two layers of one GeoPackage: the outputs are closed one after the other
+    # (two writers on one file at once would lock each other out); every row and every
+    # style must arrive. (With a file per output, as in the test above, each closes on a
+    # worker thread while the next is written.)
+    shared = tmp_path / "shared.gpkg"
+    outputs = {
+        "TRUE_POSITIVES": f"ogr:dbname='{shared}' table=\"tp\" (geom)",
+        "FALSE_POSITIVES": f"ogr:dbname='{shared}' table=\"fp\" (geom)",
+        "FALSE_NEGATIVES": str(tmp_path / "fn.gpkg"),
+        "PER_FIELD": str(tmp_path / "per_field.gpkg"),
+    }
+    results = run({"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE, **outputs})
+    counts = {
+        name: layer_of(results[name]).featureCount() for name in outputs
+    }
+    assert counts == {"TRUE_POSITIVES": 85, "FALSE_POSITIVES": 15, "FALSE_NEGATIVES": 15,
+                      "PER_FIELD": 100}
+    with sqlite3.connect(shared) as db:
+        styles = db.execute("SELECT f_table_name, stylename FROM layer_styles").fetchall()
+    assert sorted(styles) == [("fp", "false_positives"), ("tp", "true_positives")]
+    with sqlite3.connect(tmp_path / "fn.gpkg") as db:
+        styles = db.execute("SELECT stylename FROM layer_styles").fetchall()
+    assert styles == [("false_negatives",)]
+
+
 def test_post_processor_styles_a_layer_loaded_into_a_project(ioueval_provider):
     from iou_evaluation.processing_provider.styles import StylePostProcessor, style_path
 
