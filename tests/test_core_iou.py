@@ -138,3 +138,18 @@ def test_a_crs_that_is_not_equal_area_is_reported():
     with pytest.raises(ValueError, match="equal_area_crs"):
         evaluate(field, field, predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
                  equal_area_crs="EPSG:4326")
+
+
+def test_a_prediction_inside_its_reference_overlaps_it_by_its_own_area():
+    # Strictly inside: no overlay, the prediction's own area (a right triangle with legs 3
+    # and 4: 6). Touching the boundary from inside: through the overlay (25).
+    reference = shapely.box(0, 0, 10, 10)
+    inside = shapely.Polygon([(2, 2), (5, 2), (5, 6), (2, 2)])
+    touching = shapely.box(0, 0, 5, 5)
+    pairs = overlap_pairs(
+        np.array([reference]), np.array([100.0]),
+        np.array([inside, touching]), np.array([6.0, 25.0]),
+    )
+    assert pairs.predicted.tolist() == [0, 1]
+    assert pairs.intersection_m2.tolist() == [6.0, 25.0]
+    assert pairs.iou.tolist() == [0.06, 0.25]
