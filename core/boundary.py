@@ -711,12 +711,9 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
             (box[0] <= np.where(done, hix + grow, -np.inf)[qi]) & (box[2] >= (lox - grow)[qi])
             & (box[1] <= (hiy + grow)[qi]) & (box[3] >= (loy - grow)[qi])
         )
-        # The distance between the piece and the segment where an end of the piece is farther
-        # than U (0 elsewhere: those rows are kept either way).
-        dmin = np.zeros(len(qi))
-        far = np.flatnonzero(near & (np.minimum(d0, d1) > limit))
-        dmin[far] = segment_distance(px0[far], py0[far], px1[far], py1[far], ax[far], ay[far],
-                                     bx[far], by[far], d0[far], d1[far])
+        # Rows not near are dropped whatever their distance: an infinite limit skips them.
+        dmin = _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1,
+                                  np.where(near, limit, np.inf))
         k = np.flatnonzero(near & ((dmin <= limit) | (worst == best_worst[qi])))
         rows = _Rows(pp[qi[k]], seg[k], d0[k], d1[k], dmin[k])
     retry = np.flatnonzero(~done & ~(everything & ~has))  # a pair without other boundary: no
@@ -808,7 +805,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
 
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
-    """The frame (``segment_frame``) of each row's segment seen from its piece, as one (5, rows)
+    """The frame (``axis_frame``) of each row's segment seen from its piece, as one (5, rows)
     array: one np.take gathers all four terms of the pieces, one all five of the segments."""
     start = np.stack([pieces.x0, pieces.y0, (pieces.x1 - pieces.x0) / length,
                       (pieces.y1 - pieces.y0) / length])
@@ -918,7 +915,7 @@ def _envelope(length, frame, fid):
 
     Args:
         length: float array, shape (m,): piece lengths.
-        frame: the segment frames (``segment_frame``) of the w rows of each piece, a float
+        frame: the segment frames (``axis_frame``) of the w rows of each piece, a float
             array of shape (5, w, m) (the long axis last, where numpy loops fastest).
         fid: int64 array, shape (w, m): function id of each row (equal ids: equal functions).
     Returns:

@@ -695,10 +695,10 @@ def _boundary_metrics(
         r["perimeter_m"] = (
             shapely.length(shapely.boundary(ref_zoned.local)) if ref.n else np.zeros(0)
         )
-        r["utm_epsg"] = ref_zoned.epsg
     else:
         r["perimeter_m"] = perimeter_ref
-        r["utm_epsg"] = ref_zoned.epsg
+    r["utm_epsg"] = ref_zoned.epsg
+    if tolerance_m is not None:
         r["boundary_within_tolerance_m"] = within_ref
         r["boundary_recall"] = ratio(within_ref, perimeter_ref, np.nan)
         r["within_tolerance"] = r["matched"] & (

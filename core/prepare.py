@@ -27,6 +27,7 @@ import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs
 from .parallel import ProgressCallback, run_chunks, split
+from .segments import group_starts
 
 logger = logging.getLogger(__name__)
 
@@ -404,7 +405,7 @@ def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(invalid="ignore", over="ignore"):
             length = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1])
         length = np.r_[0.0, np.where(index[1:] == index[:-1], length, 0.0)]
-        starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        starts = group_starts(index)
         longest[index[starts]] = np.maximum.reduceat(length, starts)
     return bad, longest
 

@@ -7,7 +7,7 @@ is several times faster on those than on strided (n, 2) columns. Nothing loops i
 geometries or samples.
 
 Most kernels work in the frame of a segment [a, b] measured from a point moving along another
-segment, x(s) = p + s u with |u| = 1 (``segment_frame``): ``tau(s) = tau0 + alpha s`` is the
+segment, x(s) = p + s u with |u| = 1 (``axis_frame``): ``tau(s) = tau0 + alpha s`` is the
 position of x(s) along [a, b] (0 at a, ``seg_len`` at b) and ``eta(s) = eta0 + beta s`` its
 signed distance from the line (a, b), so alpha² + beta² = 1.
 """
@@ -392,19 +392,10 @@ def segment_distance(px, py, qx, qy, ax, ay, bx, by, d_p, d_q) -> np.ndarray:
     return np.where(crossing, 0.0, d)
 
 
-def segment_frame(px, py, ux, uy, ax, ay, bx, by):
-    """The frame of segment [a, b] seen from x(s) = p + s u (see the module docstring).
-
-    Returns ``(tau0, alpha, eta0, beta, seg_len)`` as the rows of one (5, n) float array (one
-    ``np.take`` then gathers all five), computed in place.
-    """
-    return axis_frame(px, py, ux, uy, *segment_axes(ax, ay, bx, by))
-
-
 def segment_axes(ax, ay, bx, by):
     """Start a, unit direction w and length of each segment [a, b]: the rows ``(ax, ay, wx,
-    wy, seg_len)`` of one (5, n) float array, the part of ``segment_frame`` that depends on
-    the segment only (computed once per segment, then gathered per row)."""
+    wy, seg_len)`` of one (5, n) float array, the part of a frame (``axis_frame``) that
+    depends on the segment only (computed once per segment, then gathered per row)."""
     out = np.empty((5, len(ax)))
     out[0], out[1] = ax, ay
     wx, wy, seg_len = out[2:]
@@ -417,7 +408,12 @@ def segment_axes(ax, ay, bx, by):
 
 
 def axis_frame(px, py, ux, uy, ax, ay, wx, wy, seg_len):
-    """``segment_frame`` from the segment's axes (``segment_axes``): a (5, n) float array."""
+    """The frame of segment [a, b] seen from x(s) = p + s u (see the module docstring), from
+    the segment's axes (``segment_axes``).
+
+    Returns ``(tau0, alpha, eta0, beta, seg_len)`` as the rows of one (5, n) float array (one
+    ``np.take`` then gathers all five), computed in place.
+    """
     out = np.empty((5, len(px)))
     tau0, alpha, eta0, beta, out_len = out
     out_len[:] = seg_len

@@ -23,7 +23,7 @@ import shapely
 from .boundary import ZonedLayer, _check_same_space, _utm_crs
 from .checks import check_positive
 from .parallel import ProgressCallback, run_chunks
-from .segments import boundary_curves, hypot, ranges
+from .segments import boundary_curves, hypot, ranges, run_starts
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
 #: 20 MB of memory.
@@ -652,7 +652,7 @@ def _union_length(group, start, stop, span) -> np.ndarray:
     # the furthest stop seen, whatever the order within such a tie).
     order = np.argsort(group + 0.5 * (start / span[group]))
     group, start, stop = group[order], start[order], stop[order]
-    first = np.r_[True, group[1:] != group[:-1]]
+    first = run_starts(group)
     head = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
     # The furthest stop up to each interval in its group: a running maximum restarted at
     # each group, by doubling, over the intervals that still have predecessors to look at.
