@@ -52,6 +52,7 @@ from .outputs import (
 )
 from .validation import (
     destination_path,
+    is_data_source_uri,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
@@ -649,10 +650,8 @@ class _OutputWriter:
 
 def _plain_file(destination: str) -> bool:
     """Whether an output destination is a file path alone: no layer name, no data source
-    URI (``ogr:dbname=... table=...``, ``postgres://...``)."""
-    return "|" not in destination and not destination.startswith("ogr:") and (
-        "://" not in destination
-    )
+    URI."""
+    return "|" not in destination and not is_data_source_uri(destination)
 
 
 def _requested(parameters, name) -> bool:

@@ -79,7 +79,7 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
-        (n,), attributes: list (n) of attribute lists in field order), or None; the string
+        (n,), attributes: list (n) of attribute lists in field order), or None;
         ``CANCELED`` when ``is_canceled`` said so.
     """
     try:
@@ -120,9 +120,11 @@ def _read_columns(gdal, ogr, location, names, is_canceled):
     dataset = gdal.OpenEx(location[0], gdal.OF_VECTOR | gdal.OF_READONLY,
                           allowed_drivers=["GPKG"])
     layer = dataset.GetLayerByName(location[1]) if dataset is not None else None
-    if layer is None or not layer.GetGeometryColumn() or not layer.GetFIDColumn():
+    if layer is None:
         return None
     fid_column, geometry_column = layer.GetFIDColumn(), layer.GetGeometryColumn()
+    if not fid_column or not geometry_column:
+        return None
     definition = layer.GetLayerDefn()
     field_definitions = {
         definition.GetFieldDefn(i).GetName(): definition.GetFieldDefn(i)

@@ -19,6 +19,12 @@ def polygon_source_error(source, name: str) -> str | None:
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
 
 
+def is_data_source_uri(destination: str) -> bool:
+    """A database or service destination (``ogr:dbname=... table=...``, ``postgres://...``),
+    not a file path."""
+    return destination.startswith("ogr:") or "://" in destination
+
+
 def destination_path(parameters: dict, name: str) -> str | None:
     """The file (and layer) an output parameter writes to; None for memory/temporary ones."""
     value = parameters.get(name)
@@ -51,8 +57,8 @@ def unwritable_destination_error(parameters: dict, name: str) -> str | None:
     if value is None:
         return None
     path = value.split("|")[0]
-    if path.startswith("ogr:") or "://" in path:
-        return None  # a database or service URI: the provider reports its own errors
+    if is_data_source_uri(path):
+        return None  # the provider reports its own errors
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
         return f"{name}: the folder {folder} does not exist"
