@@ -46,14 +46,20 @@ BOUNDARY_SAMPLE_SPACING_M = 1.0
 #: With automatic spacing, Δ = max(BOUNDARY_SAMPLE_SPACING_M, perimeter / this).
 BOUNDARY_MAX_SAMPLES = 1000
 
-#: Pairs are processed in chunks of about this many vertices (both boundaries), some 0.15 s
-#: of work and 35 MB of memory each; chunks run on both cores (``parallel.run_chunks``).
-_CHUNK_VERTICES = 40_000
+#: Pairs are processed in chunks of about this many vertices (both boundaries), some 0.3 s
+#: of work and 80 MB of memory each; chunks run on both cores (``parallel.run_chunks``).
+#: Smaller chunks cost more than their share: the two threads then take turns at the GIL
+#: for many small numpy calls (40,000 vertices: 4 times the thread switches, ~20 % slower).
+_CHUNK_VERTICES = 80_000
 
-#: The candidate search, and the envelopes, handle this many pieces at a time (memory bound;
-#: the envelopes' temporaries then stay in the cache).
-_SEARCH_BATCH = 8192
-_ENVELOPE_BATCH = 8192
+#: The candidate search, and the envelopes, handle this many pieces at a time (a bound on
+#: the memory of a search; a chunk's pieces usually fit in one).
+_SEARCH_BATCH = 65_536
+_ENVELOPE_BATCH = 65_536
+
+#: Up to this many pieces with a few functions (after halving) go to the envelope at once,
+#: padded to the widest.
+_FEW_PIECES = 1024
 
 #: A pair's cells are at least its extent / this, so its grid has at most this² cells.
 _MAX_CELLS_PER_SIDE = 64
@@ -765,7 +771,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         # padded to the widest by repeating a piece's last row (an equal function changes
         # nothing), which saves calls.
         multi = np.flatnonzero(exact & ~single)
-        if len(multi) <= _ENVELOPE_BATCH // 8:
+        if len(multi) <= _FEW_PIECES:
             groups = [(multi, int(n_rows[multi].max(initial=0)))]
         else:
             groups = [(multi[n_rows[multi] == w], w) for w in range(2, _EXACT_MAX_ROWS + 1)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
+from . import allocator
 from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
 from .boundary import (
     BOUNDARY_SAMPLE_SPACING_M,
@@ -116,6 +117,7 @@ class Evaluation:
     warnings: list = field(default_factory=list)
 
 
+@allocator.tuned
 def evaluate(
     predicted,
     reference,
