@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -58,6 +59,7 @@ from .validation import (
     unwritable_destination_error,
 )
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
+from .wkb import CURVE_SEGMENT_ANGLE
 
 MATCHING_LABELS = (
     "One-to-one, greedy by descending IoU (default)",
@@ -79,7 +81,8 @@ then prediction order), a pair is accepted when neither polygon is matched yet.<
 Empty denominators give 0; two empty layers give 1.</p>
 <p>Bad data never stops the run: null, empty, non-polygonal and zero-area features are dropped
 and counted; invalid geometries are repaired (make_valid, structure method) and counted;
-Z and M are dropped. The report lists the counts. Layers without a CRS are evaluated in planar
+Z and M are dropped; arcs (curve polygons) are cut into straight segments 1° of arc apart.
+The report lists the counts. Layers without a CRS are evaluated in planar
 units only when both lack one.</p>
 <p><b>Boundaries</b> (in the WGS 84 / UTM zone of each reference field): Hausdorff distance
 and symmetric mean boundary distance of matched pairs, measured to within Δ/2 and Δ/4 of their
@@ -471,6 +474,12 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ) if reference else None
         if predicted is None:
             return {}
+        for name, features in (("reference", reference), ("predicted", predicted)):
+            if features.n_curved:
+                feedback.pushInfo(
+                    f"{features.n_curved} {name} geometries with arcs were cut into straight "
+                    f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
+                )
 
         def column(features, name):
             if name not in fields:

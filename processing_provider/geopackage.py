@@ -13,13 +13,14 @@ import itertools
 from pathlib import Path
 
 import numpy as np
-import shapely
 from qgis.core import (
     QgsFields,
     QgsProcessingFeatureSourceDefinition,
     QgsProviderRegistry,
     QgsVectorLayer,
 )
+
+from .wkb import geometries_from_wkb
 
 #: Field types read directly, as QVariant / QMetaType ids (equal in both): Int, LongLong,
 #: Double, QString. Dates, times, binary, lists and maps are values QGIS makes its own
@@ -79,7 +80,9 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
-        (n,), attributes: list (n) of attribute lists in field order), or None;
+        (n,), attributes: list (n) of attribute lists in field order, n_curved: how many
+        geometries with arcs were cut into straight segments, ``wkb.geometries_from_wkb``), or
+        None;
         ``CANCELED`` when ``is_canceled`` said so.
     """
     try:
@@ -102,16 +105,17 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
     ids, wkbs, values = read
     n = sum(len(part) for part in ids)
     geometries = np.empty(n, dtype=object)
-    at = 0
+    at, n_curved = 0, 0
     for part in wkbs:
-        geometries[at:at + len(part)] = shapely.from_wkb(part, on_invalid="ignore")
+        geometries[at:at + len(part)], curved = geometries_from_wkb(part)
         at += len(part)
+        n_curved += curved
     columns = [itertools.repeat(None, n) for _ in range(fields.count())]
     for index, column in zip(wanted, values):
         columns[index] = column
     attributes = [list(row) for row in zip(*columns)] if columns else [[] for _ in range(n)]
     feature_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    return geometries, feature_ids, attributes
+    return geometries, feature_ids, attributes, n_curved
 
 
 def _read_columns(gdal, ogr, location, names, is_canceled):

@@ -22,6 +22,7 @@ from qgis.core import (
 
 from .compat import SKIP_GEOMETRY_CHECKS
 from .geopackage import CANCELED, read_geopackage
+from .wkb import geometries_from_wkb
 
 
 @dataclass
@@ -33,12 +34,15 @@ class SourceFeatures:
         feature_ids: int64 array (n,) of QGIS feature ids.
         attributes: list (n) of attribute lists, in the source's field order.
         crs_wkt: the source CRS as WKT, or None when it has none (or only an undefined one).
+        n_curved: how many geometries with arcs were cut into straight segments
+            (``wkb.geometries_from_wkb``).
     """
 
     geometries: np.ndarray
     feature_ids: np.ndarray
     attributes: list
     crs_wkt: str | None
+    n_curved: int = 0
 
 
 def layer_crs_definition(crs: QgsCoordinateReferenceSystem) -> str | None:
@@ -98,7 +102,8 @@ def read_source(
             return None
         if read is not None:
             feedback.setProgress(progress_range[1])
-            return SourceFeatures(*read, crs_wkt=crs_wkt)
+            geometries, feature_ids, attributes, n_curved = read
+            return SourceFeatures(geometries, feature_ids, attributes, crs_wkt, n_curved)
     request = QgsFeatureRequest()
     if attribute_indices is not None:
         request.setSubsetOfAttributes(sorted(set(attribute_indices)))
@@ -119,17 +124,20 @@ def read_source(
             next_check = time.monotonic() + CHECK_INTERVAL_S
     wkbs = np.array(wkbs, dtype=object).reshape(-1)
     geometries = np.empty(len(wkbs), dtype=object)
+    n_curved = 0
     for chunk in range(0, len(wkbs), FROM_WKB_CHUNK):
         if feedback.isCanceled():
             return None
         part = slice(chunk, chunk + FROM_WKB_CHUNK)
-        geometries[part] = shapely.from_wkb(wkbs[part], on_invalid="ignore")
+        geometries[part], curved = geometries_from_wkb(wkbs[part])
+        n_curved += curved
     feedback.setProgress(end)
     return SourceFeatures(
         geometries=geometries,
         feature_ids=np.array(ids, dtype=np.int64),
         attributes=attributes,
         crs_wkt=crs_wkt,
+        n_curved=n_curved,
     )
 
 

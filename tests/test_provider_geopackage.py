@@ -3,6 +3,8 @@ is used only where it does."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import shapely
 from osgeo import ogr, osr
@@ -151,7 +153,7 @@ def test_a_layer_with_a_date_or_boolean_field_is_read_by_qgis_unless_it_is_not_n
     location = direct_location(f"{path}|layername=fields", layer)
     assert read_geopackage(location, layer.fields(), None, lambda: False) is None
     assert read_geopackage(location, layer.fields(), [extra], lambda: False) is None
-    geometries, ids, attributes = read_geopackage(location, layer.fields(), [1], lambda: False)
+    geometries, ids, attributes, _ = read_geopackage(location, layer.fields(), [1], lambda: False)
     assert ids.tolist() == [1, 2, 4, 5, 6, 7]
     assert [row[1] for row in attributes] == [1, None, 3, 0, 5, 1]
     assert all(row[extra] is None for row in attributes)
@@ -173,3 +175,35 @@ def test_the_qgis_iterator_sees_the_rows_a_direct_read_sees(geopackage):
     layer = QgsVectorLayer(f"{geopackage}|layername=fields", "fields", "ogr")
     ids = [f.id() for f in layer.getFeatures(QgsFeatureRequest())]
     assert ids == [f.attributes()[0] for f in layer.getFeatures()] == [1, 2, 4, 5, 6, 7]
+
+
+CURVED = [
+    # (wkt, area of its straight-segment version); 1° chords: a unit circle becomes a
+    # 360-gon of area 180·sin(1°), a half disc 180 triangles plus nothing: 90·sin(1°).
+    ("CURVEPOLYGON (CIRCULARSTRING (0 0, 1 1, 2 0, 1 -1, 0 0))", 180),
+    ("MULTISURFACE (CURVEPOLYGON (CIRCULARSTRING (0 0, 1 1, 2 0, 1 -1, 0 0)))", 180),
+    ("GEOMETRYCOLLECTION (CURVEPOLYGON (CIRCULARSTRING (0 0, 1 1, 2 0, 1 -1, 0 0)))", 180),
+    ("CURVEPOLYGON (COMPOUNDCURVE (CIRCULARSTRING (0 0, 1 1, 2 0), (2 0, 0 0)))", 90),
+]
+
+
+def test_arcs_are_cut_into_straight_segments_by_both_readers(qgis_app, tmp_path):
+    path = tmp_path / "curves.gpkg"
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+    layer = dataset.CreateLayer("curves", None, ogr.wkbUnknown)
+    for wkt in [w for w, _ in CURVED] + ["POLYGON ((0 0, 1 0, 1 1, 0 0))"]:
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    dataset = None
+    layer = QgsVectorLayer(f"{path}|layername=curves", "curves", "ogr")
+    location = direct_location(f"{path}|layername=curves", layer)
+    feedback = QgsProcessingFeedback()
+    direct = read_source(_source(layer), feedback, geopackage=location)
+    by_qgis = read_source(_source(layer), feedback)
+    for read in (direct, by_qgis):
+        assert read.n_curved == len(CURVED)
+        areas = [shapely.area(g) for g in read.geometries]
+        expected = [k * math.sin(math.radians(1)) for _, k in CURVED] + [0.5]
+        assert areas == pytest.approx(expected, rel=1e-12)
+    assert shapely.to_wkb(direct.geometries).tolist() == shapely.to_wkb(by_qgis.geometries).tolist()

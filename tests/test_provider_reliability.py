@@ -2,6 +2,7 @@
 leaves no finished-looking report, and the same inputs give the same outputs."""
 
 import hashlib
+import math
 import json
 import shutil
 
@@ -160,3 +161,25 @@ def test_geopackage_layers_written_without_crs_are_planar(ioueval_provider, tmp_
     result = run({"PREDICTED": f"{path}|layername=pred", "REFERENCE": f"{path}|layername=ref"})
     assert result["COUNT_TP"] == 1
     assert result["IOU_MEAN"] == pytest.approx(90 / 110)
+
+
+def test_a_reference_with_arcs_is_evaluated_as_its_straight_segments(ioueval_provider, tmp_path):
+    # A CurvePolygon circle of radius 100 (two half-circle arcs) inside a 200 m square: read
+    # as the inscribed 360-gon (1° chords), area 180·100²·sin(1°); IoU = that / 200².
+    from osgeo import ogr
+
+    path = str(tmp_path / "arcs.gpkg")
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+    for name, wkt in (
+        ("ref", "CURVEPOLYGON (CIRCULARSTRING (-100 0, 0 100, 100 0, 0 -100, -100 0))"),
+        ("pred", "POLYGON ((-100 -100, 100 -100, 100 100, -100 100, -100 -100))"),
+    ):
+        layer = dataset.CreateLayer(name, srs=None, geom_type=ogr.wkbUnknown)
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    dataset = None
+    result = run({"PREDICTED": f"{path}|layername=pred", "REFERENCE": f"{path}|layername=ref"})
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (1, 0, 0)
+    assert result["IOU_MEAN"] == pytest.approx(180 * 100**2 * math.sin(math.radians(1)) / 200**2,
+                                               rel=1e-9)
