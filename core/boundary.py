@@ -179,7 +179,7 @@ class ZonedLayer:
             return out
         other = self.epsg[index] != epsg
         if other.any():
-            out[other] = to_crs(self.source[index[other]], self.crs, _utm_crs(epsg))
+            out[other] = to_crs(self.source[index[other]], self.crs, utm_crs(epsg))
         return out
 
 
@@ -215,7 +215,7 @@ def zoned_layer(source, crs: pyproj.CRS | None, epsg=None) -> ZonedLayer:
             local[zones == 0] = None
             continue
         sel = np.flatnonzero(zones == code)
-        local[sel] = to_crs(geoms[sel], crs, _utm_crs(int(code)))
+        local[sel] = to_crs(geoms[sel], crs, utm_crs(int(code)))
     return ZonedLayer(geoms, crs, zones, local)
 
 
@@ -225,7 +225,8 @@ def utm_epsg_codes(*layers: ZonedLayer) -> list[int]:
     return [int(c) for c in codes if c != 0]
 
 
-def _utm_crs(epsg: int) -> pyproj.CRS:
+def utm_crs(epsg: int) -> pyproj.CRS:
+    """The pyproj CRS of an EPSG code (a WGS 84 / UTM zone, 326xx or 327xx, here)."""
     return pyproj.CRS.from_epsg(int(epsg))
 
 
@@ -283,7 +284,7 @@ def matched_distances_in_utm(
     pi = np.asarray(predicted_index, dtype=np.int64).reshape(-1)
     if ri.shape != pi.shape:
         raise ValueError("reference_index and predicted_index must have the same shape")
-    _check_same_space(reference, predicted)
+    check_same_space(reference, predicted)
     zones = reference.epsg[ri]
     ref_geoms = reference.local[ri]
     pred_geoms = predicted.local[pi].copy()
@@ -295,7 +296,8 @@ def matched_distances_in_utm(
     return PairDistances(haus, mean, spacing, zones)
 
 
-def _check_same_space(a: ZonedLayer, b: ZonedLayer) -> None:
+def check_same_space(a: ZonedLayer, b: ZonedLayer) -> None:
+    """Raises ValueError unless both layers have a CRS or both are planar (crs None)."""
     if (a.crs is None) != (b.crs is None):
         raise ValueError("both layers must have a CRS, or both be planar (crs None)")
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyproj
 import shapely
 
-from .boundary import ZonedLayer, _check_same_space, _utm_crs
+from .boundary import ZonedLayer, check_same_space, utm_crs
 from .checks import check_positive
 from .parallel import ProgressCallback, run_chunks
 from .segments import boundary_curves, hypot, ranges, run_starts
@@ -86,7 +86,7 @@ def tolerance_lengths_in_utm(
     Source: agribound seed, boundary_recall (reference) and boundary_precision (predicted).
     """
     tol = check_positive(tolerance_m, "tolerance_m")
-    _check_same_space(reference, predicted)
+    check_same_space(reference, predicted)
     if reference.crs is None:
         return _lengths_within(reference.local, predicted.local, tol, True, progress)
     within_ref, perimeter_ref = np.zeros(reference.n), np.zeros(reference.n)
@@ -182,7 +182,7 @@ def _zone_boxes(layer: ZonedLayer, epsg: int) -> np.ndarray:
     rest, bounds = rest[finite], bounds[finite]
     if len(rest):
         x, y = _box_outlines(bounds)
-        transformer = pyproj.Transformer.from_crs(layer.crs, _utm_crs(epsg), always_xy=True)
+        transformer = pyproj.Transformer.from_crs(layer.crs, utm_crs(epsg), always_xy=True)
         x, y = transformer.transform(x.ravel(), y.ravel(), errcheck=False)
         x = np.asarray(x, dtype=float).reshape(len(rest), -1)
         y = np.asarray(y, dtype=float).reshape(len(rest), -1)
