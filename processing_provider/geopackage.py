@@ -164,9 +164,10 @@ def _read_columns(gdal, ogr, location, names, is_canceled):
 
 def _filled(geometry_column) -> np.ndarray:
     """The WKB column as an object array, None where the geometry is null."""
-    if np.ma.isMaskedArray(geometry_column):
-        return geometry_column.filled(None)
-    return np.asarray(geometry_column, dtype=object)
+    out = np.array(np.ma.getdata(geometry_column), dtype=object)
+    # (filled(None) would put the object dtype's default fill value, "?", there.)
+    out[np.ma.getmaskarray(geometry_column)] = None
+    return out
 
 
 def _plain_values(column) -> list:

@@ -17,7 +17,8 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
     """shapely geometries from WKB, curved ones included.
 
     Args:
-        wkbs: object array (n,) of WKB bytes; None or empty bytes for a null geometry.
+        wkbs: object array (n,) of WKB bytes; None or empty bytes for a null geometry
+            (anything else that is not bytes is taken as unreadable).
 
     Returns:
         ``(geometries, n_curved)``: an object array (n,) of shapely geometries, None where the
@@ -30,7 +31,7 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
     geometries = shapely.from_wkb(wkbs, on_invalid="ignore")
     n_curved = 0
     for k in np.flatnonzero(shapely.is_missing(geometries)).tolist():
-        if not wkbs[k]:
+        if not isinstance(wkbs[k], (bytes, bytearray)) or not wkbs[k]:
             continue
         geometry = QgsGeometry()
         geometry.fromWkb(bytes(wkbs[k]))

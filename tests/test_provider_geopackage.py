@@ -207,3 +207,34 @@ def test_arcs_are_cut_into_straight_segments_by_both_readers(qgis_app, tmp_path)
         expected = [k * math.sin(math.radians(1)) for _, k in CURVED] + [0.5]
         assert areas == pytest.approx(expected, rel=1e-12)
     assert shapely.to_wkb(direct.geometries).tolist() == shapely.to_wkb(by_qgis.geometries).tolist()
+
+
+def test_geometries_from_wkb_reads_nulls_garbage_and_arcs(qgis_app):
+    from iou_evaluation.processing_provider.wkb import geometries_from_wkb
+
+    square = shapely.to_wkb(shapely.box(0, 0, 2, 2))
+    arc = bytes(ogr.CreateGeometryFromWkt(CURVED[0][0]).ExportToIsoWkb())
+    geometries, n_curved = geometries_from_wkb([square, None, b"", b"\x01\x03garbage", "?", arc])
+    assert n_curved == 1
+    assert [g is None for g in geometries] == [False, True, True, True, True, False]
+    assert shapely.area(geometries[0]) == 4.0
+    assert shapely.area(geometries[5]) == pytest.approx(180 * math.sin(math.radians(1)), rel=1e-12)
+
+
+def test_a_direct_read_gives_none_for_a_null_geometry(qgis_app, tmp_path):
+    # GDAL gives a masked column when a batch holds a null geometry; its default fill value
+    # for objects is "?", not None.
+    path = tmp_path / "nulls.gpkg"
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+    layer = dataset.CreateLayer("nulls", None, ogr.wkbPolygon)
+    for wkt in ("POLYGON ((0 0, 1 0, 1 1, 0 0))", None, "POLYGON ((0 0, 2 0, 2 2, 0 0))"):
+        feature = ogr.Feature(layer.GetLayerDefn())
+        if wkt is not None:
+            feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    dataset = None
+    layer = QgsVectorLayer(f"{path}|layername=nulls", "nulls", "ogr")
+    geometries, ids, _, n_curved = read_geopackage((str(path), "nulls"), layer.fields(), [],
+                                                   lambda: False)
+    assert ids.tolist() == [1, 2, 3] and n_curved == 0
+    assert [None if g is None else shapely.area(g) for g in geometries] == [0.5, None, 2.0]
