@@ -22,7 +22,13 @@ from ..core.pixels import pixels_per_field
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .validation import polygon_source_error
-from .layers import crs_for_pyproj, forward_core_log, read_source, to_qgis_value
+from .layers import (
+    WRITE_BATCH_ROWS,
+    crs_for_pyproj,
+    forward_core_log,
+    qgis_values,
+    read_source,
+)
 
 HELP = """
 <p>Adds to each polygon the number of pixels it spans at a ground sample distance (GSD):
@@ -119,14 +125,30 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
         if sink is None:
             raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
         # Same request and flags as read_source, so the k-th feature is the k-th value.
-        for k, original in enumerate(source.getFeatures(QgsFeatureRequest(), SKIP_GEOMETRY_CHECKS)):
+        originals = source.getFeatures(QgsFeatureRequest(), SKIP_GEOMETRY_CHECKS)
+        plain = qgis_values(values)
+        batch, written = [], 0
+
+        def write(features) -> bool:
+            """Add a batch; False when the user canceled."""
             if feedback.isCanceled():
-                return {}
-            feature = QgsFeature(fields)
-            feature.setGeometry(original.geometry())
-            feature.setAttributes(original.attributes() + [to_qgis_value(values[k])])
-            if not sink.addFeature(feature, FAST_INSERT):
+                return False
+            if not sink.addFeatures(features, FAST_INSERT):
                 raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-            feedback.setProgress(50 + 50 * k / max(len(values), 1))
+            feedback.setProgress(50 + 50 * (written + len(features)) / max(len(plain), 1))
+            return True
+
+        for k, original in enumerate(originals):
+            # Without fields: sinks write attributes by position (see feature_batches).
+            feature = QgsFeature()
+            feature.setGeometry(original.geometry())
+            feature.setAttributes(original.attributes() + [plain[k]])
+            batch.append(feature)
+            if len(batch) == WRITE_BATCH_ROWS:
+                if not write(batch):
+                    return {}
+                written, batch = written + len(batch), []
+        if batch and not write(batch):
+            return {}
         return {self.OUTPUT: dest_id}
 

@@ -33,8 +33,13 @@ AGRIBOUND_PIXELS = {
 }
 
 
-def test_pixelsperfield_algorithm_on_the_sample(ioueval_provider):
+@pytest.mark.parametrize("batch_rows", [1000, 7])  # one batch, or 15 with a short last one
+def test_pixelsperfield_algorithm_on_the_sample(ioueval_provider, monkeypatch, batch_rows):
     import processing
+
+    from iou_evaluation.processing_provider import pixels_per_field
+
+    monkeypatch.setattr(pixels_per_field, "WRITE_BATCH_ROWS", batch_rows)
     from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProject
 
     context = QgsProcessingContext()
