@@ -22,9 +22,10 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
 
     Returns:
         ``(geometries, n_curved)``: an object array (n,) of shapely geometries, None where the
-        geometry is null or its WKB cannot be read (the core drops those as null); and how
-        many geometries with arcs (CircularString, CompoundCurve, CurvePolygon, MultiCurve,
-        MultiSurface, or collections holding them: shapely cannot read them) were cut into straight segments
+        geometry is null or its WKB cannot be read (the core drops those as null), an empty
+        collection for an empty curved geometry (dropped as empty); and how many geometries
+        with arcs (CircularString, CompoundCurve, CurvePolygon, MultiCurve, MultiSurface, or
+        collections holding them: shapely cannot read them) were cut into straight segments
         (``CURVE_SEGMENT_ANGLE``) by QGIS first.
     """
     wkbs = np.asarray(wkbs, dtype=object).reshape(-1)
@@ -35,7 +36,12 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
             continue
         geometry = QgsGeometry()
         geometry.fromWkb(bytes(wkbs[k]))
-        if geometry.isNull() or not geometry.requiresConversionToStraightSegments():
+        if geometry.isNull():
+            continue
+        if geometry.isEmpty():  # CURVEPOLYGON EMPTY, say: dropped as empty, not as null
+            geometries[k] = shapely.GeometryCollection()
+            continue
+        if not geometry.requiresConversionToStraightSegments():
             continue
         geometry.convertToStraightSegment(CURVE_SEGMENT_ANGLE)
         geometries[k] = shapely.from_wkb(geometry.asWkb().data(), on_invalid="ignore")

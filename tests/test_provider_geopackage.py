@@ -214,9 +214,13 @@ def test_geometries_from_wkb_reads_nulls_garbage_and_arcs(qgis_app):
 
     square = shapely.to_wkb(shapely.box(0, 0, 2, 2))
     arc = bytes(ogr.CreateGeometryFromWkt(CURVED[0][0]).ExportToIsoWkb())
-    geometries, n_curved = geometries_from_wkb([square, None, b"", b"\x01\x03garbage", "?", arc])
+    empty_arc = bytes(ogr.CreateGeometryFromWkt("CURVEPOLYGON EMPTY").ExportToIsoWkb())
+    geometries, n_curved = geometries_from_wkb(
+        [square, None, b"", b"\x01\x03garbage", "?", arc, empty_arc]
+    )
     assert n_curved == 1
-    assert [g is None for g in geometries] == [False, True, True, True, True, False]
+    assert [g is None for g in geometries] == [False, True, True, True, True, False, False]
+    assert shapely.is_empty(geometries[6])
     assert shapely.area(geometries[0]) == 4.0
     assert shapely.area(geometries[5]) == pytest.approx(180 * math.sin(math.radians(1)), rel=1e-12)
 
