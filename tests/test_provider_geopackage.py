@@ -242,3 +242,22 @@ def test_a_direct_read_gives_none_for_a_null_geometry(qgis_app, tmp_path):
                                                    lambda: False)
     assert ids.tolist() == [1, 2, 3] and n_curved == 0
     assert [None if g is None else shapely.area(g) for g in geometries] == [0.5, None, 2.0]
+
+
+@pytest.mark.parametrize(
+    "wkt, area",
+    [
+        ("CURVEPOLYGON ((0 0, 2 0, 2 2, 0 2, 0 0))", 4.0),
+        ("MULTISURFACE (((0 0, 2 0, 2 2, 0 2, 0 0)), ((5 5, 6 5, 6 6, 5 5)))", 4.5),
+        ("CURVEPOLYGON (COMPOUNDCURVE ((0 0, 2 0, 2 2), (2 2, 0 2, 0 0)))", 4.0),
+        ("TRIANGLE ((0 0, 2 0, 2 2, 0 0))", 2.0),
+    ],
+)
+def test_curve_types_without_arcs_are_read_as_polygons_and_not_counted(qgis_app, wkt, area):
+    from iou_evaluation.processing_provider.wkb import geometries_from_wkb
+
+    wkb = bytes(ogr.CreateGeometryFromWkt(wkt).ExportToIsoWkb())
+    geometries, n_curved = geometries_from_wkb([wkb])
+    assert n_curved == 0
+    assert shapely.get_type_id(geometries[0]) in (3, 6)  # Polygon, MultiPolygon
+    assert shapely.area(geometries[0]) == area
