@@ -20,7 +20,6 @@ Elsewhere than glibc (macOS, Windows, musl) nothing is changed.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import logging
 import platform
@@ -49,7 +48,9 @@ def _load_libc():
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # glibc's soname on every Linux architecture; ctypes.util.find_library would run
+        # ldconfig in a subprocess (~20 ms at every plugin load).
+        libc = ctypes.CDLL("libc.so.6")
         libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
         libc.malloc_trim.argtypes = (ctypes.c_size_t,)
         return libc
