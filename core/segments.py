@@ -153,7 +153,7 @@ def boundary_segments(geometries) -> Segments:
     n = len(owner)
     index = np.arange(n, dtype=np.int64)
     # The first and last segment of each curve (curves are runs of segments).
-    first = np.flatnonzero(run_starts(seg_curve))
+    first = group_starts(seg_curve)
     last = np.append(first[1:] - 1, n - 1) if n else first
     # A closed curve (every ring) ends where it starts: its last segment is followed by its
     # first. Open curves have no segment before the first and after the last (-1).
