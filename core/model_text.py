@@ -265,6 +265,111 @@ def _answer(records, text, note) -> ParsedAnswer:
     return ParsedAnswer(records, UNPARSEABLE, "no geometry found in the answer")
 
 
+#: Columns of the geometry and point tables of ``answer_tables``, after row_id.
+RECORD_COLUMNS = ("index", "kind", "label", "status", "convention", "convention_source",
+                  "frame", "warning", "reason", "span")
+#: Columns of the failure table, after row_id.
+FAILURE_COLUMNS = ("index", "status", "reason", "span")
+
+
+@dataclass
+class AnswerTables:
+    """The geometries of a table of answers, as three tables (columns as lists).
+
+    Attributes:
+        polygons, points: {"row_id": [...], "geometry": [...], and ``RECORD_COLUMNS``}.
+        failures: {"row_id": [...], and ``FAILURE_COLUMNS``}: every record without a usable
+            geometry (non_finite, unparseable, or a line), and every answer that yielded
+            nothing (index None; status empty or the failure status).
+        counts: count_rows, count_rows_with_geometry, count_rows_empty, count_rows_failed,
+            count_polygons, count_points, and one count per record status.
+    """
+
+    polygons: dict
+    points: dict
+    failures: dict
+    counts: dict
+
+
+def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
+                  image_heights=None, *, obb_to_hbb=False, geotransform=None,
+                  progress=None) -> AnswerTables:
+    """``parse_answer`` over a table of answers, sorted into polygons, points and failures.
+
+    Args:
+        texts, row_ids: sequences (n,) of answers and their row ids.
+        image_widths, image_heights: sequences (n,) of sizes in pixels (None where unknown),
+            or None.
+        coordinate_format, obb_to_hbb, geotransform: as for ``parse_answer``.
+        progress: optional callable(fraction done); may raise to cancel.
+
+    Raises:
+        ValueError: as ``parse_answer``; sequences of different lengths.
+    """
+    texts, row_ids = list(texts), list(row_ids)
+    n = len(texts)
+    widths = list(image_widths) if image_widths is not None else [None] * n
+    heights = list(image_heights) if image_heights is not None else [None] * n
+    if not (len(row_ids) == len(widths) == len(heights) == n):
+        raise ValueError("texts, row_ids and image sizes must have one value per row")
+    record_keys = ("row_id", "geometry") + RECORD_COLUMNS
+    polygons = {key: [] for key in record_keys}
+    points = {key: [] for key in record_keys}
+    failures = {key: [] for key in ("row_id",) + FAILURE_COLUMNS}
+    counts = {"count_rows": n, "count_rows_with_geometry": 0, "count_rows_empty": 0,
+              "count_rows_failed": 0, "count_polygons": 0, "count_points": 0}
+    counts.update({f"count_{s}": 0 for s in (PARSED, REPAIRED, OUT_OF_BOUNDS, NON_FINITE,
+                                              UNPARSEABLE)})
+    for i in range(n):
+        if progress is not None and i % 100 == 0:
+            progress(i / max(n, 1))
+        width, height = widths[i], heights[i]
+        if _image_size_or_none(width, height) is None:
+            width = height = None
+        answer = parse_answer(texts[i], coordinate_format, width, height,
+                              obb_to_hbb=obb_to_hbb, geotransform=geotransform)
+        for record in answer.records:
+            counts[f"count_{record.status}"] += 1
+            kind = record.geometry.geom_type if record.geometry is not None else None
+            if kind in ("Polygon", "MultiPolygon"):
+                table, counts["count_polygons"] = polygons, counts["count_polygons"] + 1
+            elif kind in ("Point", "MultiPoint"):
+                table, counts["count_points"] = points, counts["count_points"] + 1
+            else:
+                reason = record.reason if kind is None else \
+                    f"a {kind}: neither a polygon nor a point"
+                _append(failures, row_ids[i], record.index, record.status, reason, record.span)
+                continue
+            table["row_id"].append(row_ids[i])
+            table["geometry"].append(record.geometry)
+            for key in RECORD_COLUMNS:
+                table[key].append(getattr(record, key))
+        if answer.usable:
+            counts["count_rows_with_geometry"] += 1
+        elif answer.status == EMPTY:
+            counts["count_rows_empty"] += 1
+            _append(failures, row_ids[i], None, EMPTY, answer.reason, texts[i])
+        else:
+            counts["count_rows_failed"] += 1
+            if not answer.records:
+                _append(failures, row_ids[i], None, answer.status, answer.reason, texts[i])
+    return AnswerTables(polygons, points, failures, counts)
+
+
+def _append(table, row_id, index, status, reason, span):
+    for key, value in zip(("row_id",) + FAILURE_COLUMNS, (row_id, index, status, reason,
+                                                          span if isinstance(span, str)
+                                                          else None)):
+        table[key].append(value)
+
+
+def _image_size_or_none(width, height):
+    try:
+        return _image_size(width, height)
+    except ValueError:
+        return None
+
+
 # --- Extraction ---------------------------------------------------------------------------
 
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
