@@ -224,6 +224,7 @@ def _row(answer, truth, group) -> dict:
         row["reason"] = ("answer and expected are in different frames (" + row["frame"] +
                          "): give the image width and height")
         return row
+    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     if answer_points and (truth_polygons or truth_points):
         row["point_hit"], row["point_distance"] = _point_scores(answer_points, truth_polygons,
                                                                 truth_points)
@@ -245,7 +246,6 @@ def _row(answer, truth, group) -> dict:
             row["reason"] = f"answer unreadable: {answer.reason}"
         return row
     row["_answer_polygons"] = [r.geometry for r in answer_polygons]
-    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     return row
 
 

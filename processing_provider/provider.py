@@ -9,6 +9,7 @@ from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .parse_model_output import ParseModelOutputAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
+from .spatial_match import SpatialMatchAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
 
@@ -36,3 +37,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
         self.addAlgorithm(PixelsPerFieldAlgorithm())
         self.addAlgorithm(ParseModelOutputAlgorithm())
+        self.addAlgorithm(SpatialMatchAlgorithm())

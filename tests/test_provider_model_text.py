@@ -91,3 +91,42 @@ def test_parsemodeloutput_georeferences_pixels_through_the_raster(ioueval_provid
     assert feature.geometry().boundingBox().toRectF().getCoords() == (
         500000, 3999975, 500050, 4000000)
     assert result["OUTPUT"].crs().authid() == "EPSG:32633"
+
+
+def test_spatialmatch_scores_rows_and_writes_reports(ioueval_provider, tmp_path):
+    layer = table([
+        # IoU 1 (the first of two boxes is exact)
+        (1, "[[10, 10, 50, 50], [100, 100, 120, 120]]", "[10, 10, 50, 50]", None, None, "m1"),
+        # |[0,0,10,10] ∩ [0,0,10,20]| = 100, union 200: IoU 0.5, passes at 0.5
+        (2, '{"bboxes": [[0, 0, 10, 10]]}', '{"bbox": [0, 0, 10, 20]}', None, None, "m1"),
+        # truncated in the only box: unreadable, IoU 0
+        (3, '{"bboxes": [[0, 0, 1', '{"bbox": [0, 0, 10, 10]}', None, None, "m2"),
+        # [5,5,15,15] vs [0,0,10,10]: 25 / 175 = 1/7
+        (4, "[5, 5, 15, 15]", "[0, 0, 10, 10]", None, None, "m2"),
+    ])
+    json_path, html_path = tmp_path / "report.json", tmp_path / "report.html"
+    result = run("ioueval:spatialmatch", {
+        "INPUT": layer, "ANSWER_FIELD": "answer", "EXPECTED_FIELD": "expected",
+        "ID_FIELD": "id", "COORDINATE_FORMAT": 1, "GROUP_FIELD": "model",
+        "OUTPUT": "TEMPORARY_OUTPUT", "REPORT_JSON": str(json_path),
+        "REPORT_HTML": str(html_path),
+    })
+    rows = {f["row_id"]: f for f in result["OUTPUT"].getFeatures()}
+    assert rows[1]["best_iou"] == pytest.approx(1.0)
+    assert rows[2]["best_iou"] == pytest.approx(0.5) and rows[2]["passed"]
+    assert rows[3]["answer_status"] == "unparseable" and not rows[3]["passed"]
+    assert rows[4]["best_iou"] == pytest.approx(1 / 7)
+    assert result["PASS_RATE"] == pytest.approx(0.5)
+    assert result["MEAN_IOU"] == pytest.approx((1 + 0.5 + 0 + 1 / 7) / 4)
+    assert result["PARSE_FAILURE_RATE"] == pytest.approx(0.25)
+    report = json.loads(json_path.read_text(encoding="utf-8"))
+    assert report["per_group"]["m1"]["pass_rate"] == 1.0
+    assert report["per_group"]["m2"]["iou_mean"] == pytest.approx((0 + 1 / 7) / 2)
+    # cumulative IoU: (1600 + 100 + 0 + 25) / (1600 + 200 + 100 + 175)
+    assert report["metrics"]["cumulative_iou"] == pytest.approx(1725 / 2075)
+    from iou_evaluation.core.report_html import lookup, shown_values
+
+    html = html_path.read_text(encoding="utf-8")
+    assert 'id="groups"' in html
+    for path, text in shown_values(html):
+        assert lookup(report, path) is not None or text == "–"
