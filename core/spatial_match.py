@@ -190,7 +190,8 @@ def _row(answer, truth, group) -> dict:
     answer_polygons, answer_points = _polygonal(answer.usable), _points(answer.usable)
     truth_polygons, truth_points = _polygonal(truth.usable), _points(truth.usable)
     frames = {r.frame for r in answer.usable + truth.usable}
-    warnings = sorted({r.warning for r in answer.records + truth.records if r.warning})
+    warnings = [f"{side}: {w}" for side, parsed in (("answer", answer), ("expected", truth))
+                for w in sorted({r.warning for r in parsed.records if r.warning})]
     conventions = sorted({r.convention for r in answer.usable})
     row = {
         "group": "(null)" if is_missing(group) else str(group),
