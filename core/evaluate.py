@@ -31,6 +31,7 @@ from .crs import (
     resolve_crs,
     resolve_equal_area_crs,
 )
+from .detection import detection_scores
 from .grouping import (
     Groups,
     bootstrap_weights,
@@ -342,6 +343,12 @@ def evaluate(
     metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
 
     per_reference = tables.reference
+    detection, detection_columns = detection_scores(
+        candidates, ref.n, pred.n, iou_threshold, coverage,
+        None if ref_group is None else (ref_group, pred_group, ref.keep, pred.keep),
+    )
+    metrics.update(detection)
+    per_reference.update(detection_columns)
     groups: dict[str, Groups] = {}
     if strata is not None:
         groups["per_stratum"] = strata_groups(strata[ref.keep])

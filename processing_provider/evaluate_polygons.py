@@ -94,6 +94,13 @@ distance ≤ t (coverage within tolerance, also area-weighted).</p>
 <p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
 0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
 precision-recall curve in the HTML report.</p>
+<p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
+IoU of any prediction that may match it reaches the threshold (column spatial_match of the
+per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
+(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = mean
+over references of the best candidate IoU (a missed reference counts 0); with group fields,
+count_tn = groups (images) with neither an evaluated reference nor a prediction, such as a
+group whose rows all have null geometries.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
 reference), unmatched references (FN), a per-field table keyed by the reference id (join it
 to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
@@ -149,6 +156,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         "COUNT_TP": ("count_tp", "True positives"),
         "COUNT_FP": ("count_fp", "False positives"),
         "COUNT_FN": ("count_fn", "False negatives"),
+        "SPATIAL_MATCH_RATE": ("spatial_match_rate", "Spatial match rate (Galtea)"),
+        "GROUNDSET_F1": ("groundset_f1", "GroundSet F1 at the threshold"),
+        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (missed references 0)"),
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802

@@ -130,3 +130,21 @@ def test_spatialmatch_scores_rows_and_writes_reports(ioueval_provider, tmp_path)
     assert 'id="groups"' in html
     for path, text in shown_values(html):
         assert lookup(report, path) is not None or text == "–"
+
+
+def test_evaluatepolygons_reports_spatial_match_per_reference(ioueval_provider):
+    from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
+
+    result = run("ioueval:evaluatepolygons", {
+        "PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE,
+        "REFERENCE_ID_FIELD": "CSBID", "PER_FIELD": "TEMPORARY_OUTPUT",
+    })
+    rows = list(result["PER_FIELD"].getFeatures())
+    # Galtea's rule on the agribound-checked best IoU per reference field
+    passing = sum(1 for f in rows if f["best_iou"] >= 0.5)
+    assert sum(1 for f in rows if f["spatial_match"]) == passing
+    assert result["SPATIAL_MATCH_RATE"] == pytest.approx(passing / 100)
+    # one-to-one greedy matching is the main algorithm's default: the same TP, FP, FN
+    assert result["GROUNDSET_F1"] == pytest.approx(result["F1"])
+    assert result["GROUNDSET_MIOU"] == pytest.approx(
+        sum(f["best_iou"] for f in rows) / 100)
