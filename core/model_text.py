@@ -399,6 +399,9 @@ _TOKEN_PATTERNS = [
     ("qwen2vl", re.compile(
         r"(?:<\|object_ref_start\|>(?P<label>.*?)<\|object_ref_end\|>\s*)?<\|box_start\|>"
         r"(?P<body>.*?)<\|box_end\|>", re.DOTALL)),
+    # Qwen-VL (v1): <ref>car</ref><box>(x1,y1),(x2,y2)</box>, 0-1000
+    ("qwen2vl", re.compile(
+        r"(?:<ref>(?P<label>.*?)</ref>\s*)?<box>(?P<body>.*?)</box>", re.DOTALL)),
     # DeepSeek-VL2: <|ref|>car<|/ref|><|det|>[[x1, y1, x2, y2], ...]<|/det|>
     ("deepseek", re.compile(
         r"(?:<\|ref\|>(?P<label>.*?)<\|/ref\|>\s*)?<\|det\|>(?P<body>.*?)(?:<\|/det\|>|\Z)",
@@ -461,7 +464,7 @@ def _token_raws(syntax: str, match) -> list:
         numbers = [float(v) for v in re.findall(_NUMBER, match.group("body"))]
         if len(numbers) != 4:
             return [_Raw("box", start, end, failure=(
-                f"Qwen2-VL box tokens need 4 numbers, found {len(numbers)}"))]
+                f"Qwen-VL box tokens need 4 numbers, found {len(numbers)}"))]
         return [_Raw("box", start, end, numbers, "normalized_1000", label)]
     if syntax == "deepseek":
         body = match.group("body")
@@ -472,7 +475,7 @@ def _token_raws(syntax: str, match) -> list:
         for raw in found:
             raw.label = raw.label or label
             if repaired:
-                raw.repaired.append("truncated list repaired")
+                raw.repaired.append(repaired)
         return found or [_Raw("box", start, end, failure="DeepSeek-VL2 <|det|> holds no box")]
     if syntax == "geochat":
         numbers = [float(match.group(k)) for k in "abcd"]
@@ -577,7 +580,7 @@ def _json_raws(text: str):
             break
         try:
             value, end = _DECODER.raw_decode(text, k)
-            repaired = False
+            repaired = None
         except ValueError:
             value, end, repaired = _repair_truncated(text, k)
             if value is None:
@@ -587,8 +590,9 @@ def _json_raws(text: str):
         found = _json_value_raws(value, k, end, None)
         if repaired:
             for raw in found:
-                raw.repaired.append("truncated JSON repaired (the incomplete tail dropped)")
-            note = "truncated JSON: the complete part was read"
+                raw.repaired.append(repaired)
+            if repaired == _TRUNCATED:
+                note = "truncated JSON: the complete part was read"
         raws.extend(found)
         k = end
     if found_json and not raws and not note:
@@ -601,21 +605,45 @@ def _next_bracket(text: str, start: int) -> int:
     return min(positions) if positions else -1
 
 
+_TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
+_MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
+
+
 def _load_json(text: str):
-    """(value, repaired) of a JSON text, repairing a truncated end; (None, False) if neither."""
+    """(value, repair reason or None) of a JSON text, repairing a truncated end or common
+    slips; (None, None) if neither works."""
     try:
-        return json.loads(text), False
+        return json.loads(text), None
     except ValueError:
+        if not text:
+            return None, None
         value, _, repaired = _repair_truncated(text, 0)
         return value, repaired
 
 
+def _lenient(span: str):
+    """A balanced JSON-like span with common slips fixed (trailing commas; Python's single
+    quotes, None, True, False), decoded; None if it still is not JSON."""
+    fixed = re.sub(r",\s*([\]}])", r"\1", span)
+    if '"' not in fixed:
+        fixed = fixed.replace("'", '"')
+        fixed = re.sub(r"\bNone\b", "null", fixed)
+        fixed = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", fixed))
+    if fixed == span:
+        return None
+    try:
+        return json.loads(fixed)
+    except ValueError:
+        return None
+
+
 def _repair_truncated(text: str, start: int):
     """A JSON value starting at ``start`` that the text cuts off: the longest prefix ending
-    after a complete element, closed with the brackets still open. (value, end, True) or
-    (None, start, False). Only a value that runs to the end of the text is repaired."""
+    after a complete element, closed with the brackets still open; or a complete value with
+    common slips (``_lenient``). (value, end, repair reason) or (None, start, None). Only a
+    value that runs to the end of the text is treated as truncated."""
     if text[start] not in "[{":
-        return None, start, False
+        return None, start, None
     stack, in_string, escape, cuts = [], False, False, []
     for k in range(start, len(text)):
         c = text[k]
@@ -633,19 +661,20 @@ def _repair_truncated(text: str, start: int):
             stack.append("]" if c == "[" else "}")
         elif c in "]}":
             if not stack or c != stack[-1]:
-                return None, start, False  # malformed, not truncated
+                return None, start, None  # malformed, not truncated
             stack.pop()
-            if not stack:
-                return None, start, False  # complete yet undecodable: malformed
+            if not stack:  # complete yet undecodable: common slips?
+                value = _lenient(text[start:k + 1])
+                return (value, k + 1, _MALFORMED) if value is not None else (None, start, None)
             cuts.append((k + 1, "".join(reversed(stack))))
     if not stack or not cuts:
-        return None, start, False
+        return None, start, None
     for cut, closers in reversed(cuts[-200:]):
         try:
-            return json.loads(text[start:cut] + closers), len(text), True
+            return json.loads(text[start:cut] + closers), len(text), _TRUNCATED
         except ValueError:
             continue
-    return None, start, False
+    return None, start, None
 
 
 _BOX_KEYS = ("bbox_2d", "bbox", "bboxes", "box", "boxes", "bounding_box", "bounding_boxes")
@@ -926,6 +955,8 @@ def _record(index, raw, text, coordinate_format, size, obb_to_hbb, geotransform,
     # An oriented box may turn past the image edge: only its centre has to be inside.
     checked = geometry.centroid if raw.kind == "oriented_box" else geometry
     outside = _outside(checked, frame, size, raw_bounds_ok, convention)
+    if name == "map" and geotransform is not None and size is not None:
+        outside = outside or _outside_raster(checked, geotransform, size)
     if geotransform is not None and frame == "pixel":
         geometry, frame = _georeference(geometry, geotransform), "map"
     reason = "; ".join(filter(None, [why] + repairs + [outside]))
@@ -1025,6 +1056,16 @@ def _outside(geometry, frame, size, raw_ok, convention) -> str:
             return f"outside the image [0, {width:g}] × [0, {height:g}]: a likely hallucination"
         return "negative pixel coordinates: a likely hallucination"
     return ""
+
+
+def _outside_raster(geometry, geotransform, size) -> str:
+    """Why a map geometry lies outside the raster's footprint (empty string when inside)."""
+    footprint = _georeference(shapely.box(0, 0, *size), geotransform)
+    x1, y1, x2, y2 = footprint.bounds
+    tolerance = 1e-9 * max(abs(x1), abs(y1), abs(x2), abs(y2), 1.0)
+    if footprint.buffer(tolerance).covers(geometry):
+        return ""
+    return "outside the raster's footprint: a likely hallucination"
 
 
 def _georeference(geometry, geotransform):

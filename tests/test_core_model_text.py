@@ -401,3 +401,29 @@ def test_the_parser_never_raises_on_bracket_soup(text):
     answer = parse_answer(text, "normalized_1000", 640, 480)
     for record in answer.usable:
         assert record.geometry is not None and not record.geometry.is_empty
+
+
+def test_map_coordinates_outside_the_raster_are_out_of_bounds():
+    gt = (500000.0, 10.0, 0.0, 4000000.0, 0.0, -10.0)  # 100 × 100 px of 10 m
+    inside = parse_answer("[500100, 3999100, 500200, 3999200]", "map", 100, 100,
+                          geotransform=gt)
+    assert inside.records[0].status == "parsed"
+    outside = parse_answer("[501100, 3999100, 501200, 3999200]", "map", 100, 100,
+                           geotransform=gt)
+    assert outside.records[0].status == "out_of_bounds"
+
+
+def test_common_json_slips_are_repaired():
+    trailing = parse_answer("[1, 2, 30, 40,]", "pixel_xyxy")
+    assert boxes(trailing) == [(1, 2, 30, 40)]
+    assert trailing.records[0].status == "repaired"
+    python = parse_answer("[{'bbox_2d': [1, 2, 30, 40], 'label': 'car', 'score': None}]",
+                          "pixel_xyxy")
+    assert boxes(python) == [(1, 2, 30, 40)]
+    assert python.records[0].label == "car"
+
+
+def test_qwen_vl_v1_ref_box_tokens_are_0_1000():
+    answer = parse_answer("<ref>car</ref><box>(100,200),(300,400)</box>", "auto", 500, 500)
+    assert boxes(answer) == [(50, 100, 150, 200)]
+    assert answer.records[0].label == "car"
