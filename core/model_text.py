@@ -1106,13 +1106,15 @@ def decode_png(png: bytes) -> np.ndarray:
 
     path = f"/vsimem/ioueval_mask_{uuid.uuid4().hex}.png"
     gdal.FileFromMemBuffer(path, png)
+    gdal.PushErrorHandler("CPLQuietErrorHandler")  # a bad PNG is data: no GDAL noise
     try:
-        dataset = gdal.Open(path)
-        if dataset is None:
-            raise ValueError("the mask is not a readable PNG")
-        array = dataset.ReadAsArray()
+        dataset = gdal.OpenEx(path, gdal.OF_RASTER, allowed_drivers=["PNG"])
+        array = dataset.ReadAsArray() if dataset is not None else None
         dataset = None
+    except RuntimeError as exc:  # GDAL with exceptions enabled
+        raise ValueError(f"the mask is not a readable PNG ({exc})") from None
     finally:
+        gdal.PopErrorHandler()
         gdal.Unlink(path)
     if array is None:
         raise ValueError("the mask is not a readable PNG")

@@ -38,8 +38,8 @@ top-left pixel, x to the right, y downwards (GDAL's pixel-corner convention: pix
 [i, i+1] × [j, j+1]). A normalised value v on a grid of N is the fraction v / N of the image
 width or height (Florence-2's loc bins: (b + 0.5) / 1000, the bin centre; PaliGemma's
 &lt;locNNNN&gt;: b / 1024, y first; DeepSeek-VL2's &lt;|det|&gt;: v / 999; Qwen2-VL's box tokens
-and Gemini's box_2d / point: 0–1000, Gemini y first; GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;}
-and Molmo points: percent). A token syntax always uses its own convention; COORDINATE_FORMAT
+and Gemini's box_2d / point: 0–1000, Gemini y first; GeoChat
+{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and Molmo points: percent). A token syntax always uses its own convention; COORDINATE_FORMAT
 applies to plain numbers (JSON lists, bbox / bbox_2d / bboxes / point_2d keys, polygons, WKT).
 With the image width and height, normalised coordinates become pixels; without them they stay
 fractions of the image. <b>auto</b> reads values in [0, 1] as fractions; above 1, as pixels

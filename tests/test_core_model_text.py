@@ -393,12 +393,14 @@ def test_unknown_format_and_bad_image_size_are_programmer_errors():
 def test_the_parser_never_raises_on_arbitrary_text(text):
     answer = parse_answer(text)
     assert answer.status in ("parsed", "empty", "unparseable", "non_finite")
+    assert not answer.reason.startswith("the answer could not be read")  # no internal error
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet='[]{}<>|",:0123456789.-eNaIfinty _boxlc', max_size=80))
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet='[]{}<>|",:0123456789.-eNaIfinty _boxlc()PLYGONMUT', max_size=80))
 def test_the_parser_never_raises_on_bracket_soup(text):
     answer = parse_answer(text, "normalized_1000", 640, 480)
+    assert not answer.reason.startswith("the answer could not be read")  # no internal error
     for record in answer.usable:
         assert record.geometry is not None and not record.geometry.is_empty
 
@@ -427,3 +429,26 @@ def test_qwen_vl_v1_ref_box_tokens_are_0_1000():
     answer = parse_answer("<ref>car</ref><box>(100,200),(300,400)</box>", "auto", 500, 500)
     assert boxes(answer) == [(50, 100, 150, 200)]
     assert answer.records[0].label == "car"
+
+
+_FRAGMENTS = [
+    "[", "]", "{", "}", ",", " ", "0", "12", "999", "1e400", "-3.5", "NaN", "Infinity", '"',
+    '"bbox": ', '"bbox_2d": ', '"box_2d": ', '"point": ', '"polygon": ', '"obb": ',
+    '"mask": "data:image/png;base64,iVBOR"', '"angle": 30', '"cx": 5', '"type": "Polygon"',
+    '"coordinates": ', '"type": "Feature"', '"geometry": null', "<loc_", "<loc0", ">",
+    "<|box_start|>", "<|box_end|>", "(", ")", "<|det|>", "<|/det|>", "{<", "><", "|<",
+    "<point x=\"", "\" y=\"", "</point>", "POLYGON((", "point (", "<think>", "</think>",
+    " ; ", "none found", "```json\n", "\n```",
+]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join),
+       st.sampled_from(COORDINATE_FORMATS), st.booleans())
+def test_the_parser_never_fails_inside_on_format_fragments(text, fmt, with_size):
+    size = (640, 480) if with_size else (None, None)
+    answer = parse_answer(text, fmt, *size, obb_to_hbb=with_size)
+    assert not answer.reason.startswith("the answer could not be read"), answer.reason
+    for record in answer.usable:
+        assert record.geometry is not None and not record.geometry.is_empty
+        assert np.all(np.isfinite(shapely.get_coordinates(record.geometry)))
