@@ -785,6 +785,12 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
         return []
     if not value:
         return []
+    if all(isinstance(v, str) for v in value) and kind_hint is not None:
+        numbers = _floats(value)  # {"bbox": ["10", "20", "30", "40"]}
+        if numbers is not None:
+            raw = _numbers_raw(numbers, start, end, convention, kind_hint, label)
+            raw.repaired.append("numbers given as strings")
+            return [raw]
     if all(_is_number(v) for v in value):
         return [_numbers_raw([float(v) for v in value], start, end, convention, kind_hint,
                              label)]

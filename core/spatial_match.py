@@ -19,6 +19,9 @@ Decisions (each documented in the algorithm's help too):
 - point answers: hit when a point lies in (or on) an expected polygon; distance from the
   nearest point to the nearest expected centroid, in the row's frame units (pixels, fractions
   of the image, or map units);
+- an expected point (a pointing task) against answered polygons: IoU is undefined (0 in the
+  means); the row passes when an answered polygon contains the point (point_hit), and
+  point_distance is from the nearest answered centroid;
 - answer and expected geometries in different frames (pixels against fractions of the image,
   when the image size is unknown) cannot be compared: the row fails with that reason.
 
@@ -245,6 +248,18 @@ def _row(answer, truth, group) -> dict:
             row["reason"] = "the answer holds points only (see point_hit)"
         else:
             row["reason"] = f"answer unreadable: {answer.reason}"
+        return row
+    if not truth_polygons:  # a pointing task: the expected geometry is a point
+        hit = any(shapely.covers(a.geometry, t.geometry) for a in answer_polygons
+                  for t in truth_points)
+        distance = min(float(shapely.distance(a.geometry.centroid, t.geometry))
+                       for a in answer_polygons for t in truth_points)
+        if row["point_hit"] is None or (hit and not row["point_hit"]):
+            row["point_hit"] = hit
+        row["point_distance"] = min(distance, row["point_distance"] or math.inf)
+        row["passed"] = bool(row["point_hit"])
+        row["reason"] = ("the expected geometry is a point: IoU is undefined; the row passes "
+                         "when an answered polygon contains it")
         return row
     row["_answer_polygons"] = [r.geometry for r in answer_polygons]
     return row

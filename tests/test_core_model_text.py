@@ -425,6 +425,12 @@ def test_common_json_slips_are_repaired():
     assert python.records[0].label == "car"
 
 
+def test_numbers_given_as_strings_are_read_and_marked_repaired():
+    answer = parse_answer('{"bbox": ["10", "20", "30", "40"]}', "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    assert answer.records[0].status == "repaired"
+
+
 def test_qwen_vl_v1_ref_box_tokens_are_0_1000():
     answer = parse_answer("<ref>car</ref><box>(100,200),(300,400)</box>", "auto", 500, 500)
     assert boxes(answer) == [(50, 100, 150, 200)]

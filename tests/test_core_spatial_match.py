@@ -71,6 +71,14 @@ def test_point_answers_hit_and_distance():
     assert metrics["point_hit_rate"] == 1.0
 
 
+def test_expected_point_passes_when_an_answered_box_contains_it():
+    row, _ = one("[0, 0, 10, 10]", '{"point_2d": [2, 3]}')
+    assert row["passed"] and row["point_hit"]
+    assert row["point_distance"] == pytest.approx(math.hypot(3, 2))  # from the centre (5, 5)
+    row, _ = one("[10, 10, 20, 20]", '{"point_2d": [2, 3]}')
+    assert not row["passed"] and row["point_hit"] is False
+
+
 def test_out_of_bounds_answer_is_a_hallucination():
     row, metrics = one("[600, 10, 700, 50]", "[10, 10, 50, 50]", image_widths=[640],
                        image_heights=[480], coordinate_format="pixel_xyxy")
