@@ -124,12 +124,20 @@ def test_spatialmatch_scores_rows_and_writes_reports(ioueval_provider, tmp_path)
     assert report["per_group"]["m2"]["iou_mean"] == pytest.approx((0 + 1 / 7) / 2)
     # cumulative IoU: (1600 + 100 + 0 + 25) / (1600 + 200 + 100 + 175)
     assert report["metrics"]["cumulative_iou"] == pytest.approx(1725 / 2075)
-    from iou_evaluation.core.report_html import lookup, shown_values
+    from iou_evaluation.core.report_html import (
+        format_number,
+        format_percent,
+        lookup,
+        shown_values,
+    )
 
     html = html_path.read_text(encoding="utf-8")
-    assert 'id="groups"' in html
-    for path, text in shown_values(html):
-        assert lookup(report, path) is not None or text == "–"
+    assert 'id="summary"' in html and 'id="groups"' in html
+    shown = shown_values(html)
+    assert (["metrics", "pass_rate"], "50.0 %") in shown
+    for path, text in shown:  # every number shown is the JSON's
+        value = lookup(report, path)
+        assert text in (format_number(value), format_percent(value)), (path, text)
 
 
 def test_evaluatepolygons_reports_spatial_match_per_reference(ioueval_provider):
