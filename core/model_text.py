@@ -279,7 +279,7 @@ class AnswerTables:
     Attributes:
         polygons, points: {"row_id": [...], "geometry": [...], and ``RECORD_COLUMNS``}.
         failures: {"row_id": [...], and ``FAILURE_COLUMNS``}: every record without a usable
-            geometry (non_finite, unparseable, or a line), and every answer that yielded
+            geometry (non_finite, unparseable: lines too), and every answer that yielded
             nothing (index None; status empty or the failure status).
         counts: count_rows, count_rows_with_geometry, count_rows_empty, count_rows_failed,
             count_polygons, count_points, and one count per record status.
@@ -336,9 +336,8 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
             elif kind in ("Point", "MultiPoint"):
                 table, counts["count_points"] = points, counts["count_points"] + 1
             else:
-                reason = record.reason if kind is None else \
-                    f"a {kind}: neither a polygon nor a point"
-                _append(failures, row_ids[i], record.index, record.status, reason, record.span)
+                _append(failures, row_ids[i], record.index, record.status, record.reason,
+                        record.span)
                 continue
             table["row_id"].append(row_ids[i])
             table["geometry"].append(record.geometry)
@@ -955,6 +954,9 @@ def _record(index, raw, text, coordinate_format, size, obb_to_hbb, geotransform,
     if geometry.geom_type in ("Polygon", "MultiPolygon") and not geometry.is_valid:
         geometry = shapely.make_valid(geometry, method="structure", keep_collapsed=False)
         repairs.append("invalid polygon made valid")
+    geometry, problem = _polygons_or_points(geometry)
+    if problem:
+        return record(UNPARSEABLE, reason=problem)
     if obb_to_hbb and raw.kind == "oriented_box":
         geometry = shapely.box(*geometry.bounds)
         repairs.append("oriented box replaced by its axis-aligned envelope (OBB → HBB)")
@@ -1019,6 +1021,27 @@ def _geometry(raw: _Raw, convention: Convention, size, repairs):
     if len(xy) < 3:
         raise ValueError(f"a polygon needs at least 3 points, got {len(xy)}")
     return shapely.Polygon(xy), raw_ok
+
+
+def _polygons_or_points(geometry):
+    """(geometry, problem): polygons with area, or points; a collection keeps its polygonal
+    parts (else its points); anything else (lines, zero-area polygons) is a problem."""
+    if geometry.geom_type == "GeometryCollection":
+        parts = shapely.get_parts(geometry)
+        polygons = [p for p in parts if p.geom_type in ("Polygon", "MultiPolygon")]
+        points = [p for p in parts if p.geom_type in ("Point", "MultiPoint")]
+        if polygons:
+            geometry = shapely.union_all(polygons)
+        elif points:
+            geometry = shapely.union_all(points)
+    kind = geometry.geom_type
+    if kind in ("Polygon", "MultiPolygon"):
+        if geometry.is_empty or geometry.area <= 0:
+            return geometry, "a polygon of zero area"
+        return geometry, ""
+    if kind in ("Point", "MultiPoint") and not geometry.is_empty:
+        return geometry, ""
+    return geometry, f"a {kind}: neither a polygon nor a point"
 
 
 def _rotated_box(raw: _Raw, convention: Convention, size):

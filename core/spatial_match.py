@@ -247,7 +247,7 @@ def _row(answer, truth, group) -> dict:
         elif answer_points:
             row["reason"] = "the answer holds points only (see point_hit)"
         else:
-            row["reason"] = f"answer unreadable: {answer.reason}"
+            row["reason"] = f"answer unreadable: {answer.reason or 'no polygon'}"
         return row
     if not truth_polygons:  # a pointing task: the expected geometry is a point
         hit = any(shapely.covers(a.geometry, t.geometry) for a in answer_polygons

@@ -266,6 +266,16 @@ def test_wkt_in_prose_any_case_ignores_the_confidence_number():
     assert answer.usable[0].span == "polygon ((0 0, 10 0, 10 10, 0 10, 0 0))"
 
 
+def test_lines_and_zero_area_polygons_are_unparseable_with_a_reason():
+    line = parse_answer("LINESTRING (0 0, 10 10)", "pixel_xyxy")
+    assert line.status == "unparseable" and "LineString" in line.reason
+    flat = parse_answer("[0, 0, 5, 5, 10, 10]", "pixel_xyxy")
+    assert flat.status == "unparseable" and "zero area" in flat.reason
+    mixed = parse_answer("GEOMETRYCOLLECTION (POINT (1 1), POLYGON ((0 0, 4 0, 4 4, 0 0)))",
+                         "pixel_xyxy")
+    assert mixed.usable[0].geometry.area == 8
+
+
 def test_geojson_geometry_feature_and_collection():
     geometry = parse_answer('{"type": "Polygon", "coordinates": [[[0,0],[4,0],[4,3],[0,0]]]}')
     assert geometry.usable[0].geometry.area == 6
