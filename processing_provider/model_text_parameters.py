@@ -60,11 +60,13 @@ def coordinate_format_parameter(description="Coordinate format of plain numbers"
 
 
 def image_size_parameters(parent: str):
-    """The optional image width and height fields (pixels) of the table ``parent``."""
+    """The optional image width and height fields (pixels) of the table ``parent``: numbers,
+    or text holding numbers (a CSV read without column types); other values count as an
+    unknown size."""
     return [
         QgsProcessingParameterField(
             name, label, parentLayerParameterName=parent,
-            type=QgsProcessingParameterField.Numeric, optional=True,
+            type=QgsProcessingParameterField.Any, optional=True,
         )
         for name, label in (
             (IMAGE_WIDTH_FIELD, "Image width field (pixels)"),
