@@ -413,7 +413,7 @@ _TOKEN_PATTERNS = [
     ("paligemma", re.compile(
         r"(?P<locs>(?:<loc\d{4}>){4})(?:<seg\d{3}>)*[ \t]*(?P<label>[^;<\n]*)")),
     # Florence-2: car<loc_52><loc_333><loc_932><loc_774> (4 bins a box, 2n >= 6 a polygon)
-    ("florence", re.compile(r"(?P<label>[^<>\n]*?)(?P<locs>(?:<loc_\d+>){2,})")),
+    ("florence", re.compile(r"(?P<locs>(?:<loc_\d+>){2,})")),
     # Molmo: <point x="52.3" y="61.0" alt="dog">dog</point>, <points x1=".." y1=".." ...>
     ("molmo", re.compile(r"<points?\b(?P<attrs>[^>]*)>(?P<label>[^<]*)(?:</points?>)?",
                          re.IGNORECASE)),
@@ -488,7 +488,12 @@ def _token_raws(syntax: str, match) -> list:
         return [_Raw("box", start, end, numbers, "normalized_1024_yxyx", label_text or None)]
     if syntax == "florence":
         numbers = [float(v) for v in re.findall(r"<loc_(\d+)>", match.group("locs"))]
-        label_start = match.start("locs") - len(match.group("label").lstrip())
+        # the label is the text before the tokens, back to the previous tag or line
+        offset = max(0, start - 200)
+        before = match.string[offset:start]
+        cut = max(before.rfind(">"), before.rfind("\n")) + 1
+        label = before[cut:].strip() or None
+        label_start = offset + cut + len(before[cut:]) - len(before[cut:].lstrip())
         if len(numbers) == 4:
             kind = "box"
         elif len(numbers) >= 6 and len(numbers) % 2 == 0:
@@ -573,6 +578,7 @@ def _json_raws(text: str):
     at the end of the text is repaired. Returns (raws, note)."""
     raws, note, k = [], "", 0
     found_json = False
+    repair_attempts = _REPAIR_ATTEMPTS
     while True:
         k = _next_bracket(text, k)
         if k < 0:
@@ -581,7 +587,10 @@ def _json_raws(text: str):
             value, end = _DECODER.raw_decode(text, k)
             repaired = None
         except ValueError:
-            value, end, repaired = _repair_truncated(text, k)
+            value, end, repaired = None, k, None
+            if repair_attempts > 0:
+                repair_attempts -= 1
+                value, end, repaired = _repair_truncated(text, k)
             if value is None:
                 k += 1
                 continue
@@ -604,6 +613,10 @@ def _next_bracket(text: str, start: int) -> int:
     return min(positions) if positions else -1
 
 
+#: Repairs tried per answer, and prefixes tried per repair: each costs a pass over the rest
+#: of the text, so text full of unclosed brackets stays linear rather than quadratic.
+_REPAIR_ATTEMPTS = 20
+_REPAIR_CUTS = 20
 _TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
 _MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
 
@@ -668,7 +681,7 @@ def _repair_truncated(text: str, start: int):
             cuts.append((k + 1, "".join(reversed(stack))))
     if not stack or not cuts:
         return None, start, None
-    for cut, closers in reversed(cuts[-200:]):
+    for cut, closers in reversed(cuts[-_REPAIR_CUTS:]):
         try:
             return json.loads(text[start:cut] + closers), len(text), _TRUNCATED
         except ValueError:
