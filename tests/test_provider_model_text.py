@@ -156,3 +156,29 @@ def test_evaluatepolygons_reports_spatial_match_per_reference(ioueval_provider):
     assert result["GROUNDSET_F1"] == pytest.approx(result["F1"])
     assert result["GROUNDSET_MIOU"] == pytest.approx(
         sum(f["best_iou"] for f in rows) / 100)
+
+
+@pytest.mark.parametrize("algorithm, parameters, outputs", [
+    ("ioueval:parsemodeloutput",
+     {"INPUT", "TEXT_FIELD", "ID_FIELD", "COORDINATE_FORMAT", "CRS", "IMAGE_WIDTH_FIELD",
+      "IMAGE_HEIGHT_FIELD", "RASTER", "OUTPUT", "POINTS", "FAILURES"},
+     {"OUTPUT", "POINTS", "FAILURES"}),
+    ("ioueval:spatialmatch",
+     {"INPUT", "ANSWER_FIELD", "EXPECTED_FIELD", "ID_FIELD", "COORDINATE_FORMAT",
+      "IMAGE_WIDTH_FIELD", "IMAGE_HEIGHT_FIELD", "IOU_THRESHOLD", "GROUP_FIELD", "OUTPUT",
+      "REPORT_JSON", "REPORT_HTML"},
+     {"OUTPUT", "REPORT_JSON", "REPORT_HTML", "PASS_RATE", "MEAN_IOU", "PARSE_FAILURE_RATE"}),
+])
+def test_contract_names(ioueval_provider, algorithm, parameters, outputs):
+    from qgis.core import QgsApplication
+
+    from iou_evaluation.core.model_text import COORDINATE_FORMATS
+
+    alg = QgsApplication.processingRegistry().algorithmById(algorithm)
+    names = {p.name() for p in alg.parameterDefinitions()}
+    assert parameters <= names
+    assert outputs <= {o.name() for o in alg.outputDefinitions()}
+    options = alg.parameterDefinition("COORDINATE_FORMAT").options()
+    assert [o.split(" ")[0] for o in options] == list(COORDINATE_FORMATS)
+    if algorithm == "ioueval:spatialmatch":
+        assert alg.parameterDefinition("IOU_THRESHOLD").defaultValue() == 0.5
