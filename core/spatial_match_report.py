@@ -48,10 +48,25 @@ DEFINITIONS = (
 )
 
 
+#: At most this many failed rows are listed in the report (all are in the scored rows).
+FAILED_ROWS_LISTED = 100
+
+
 def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
-                 reproduce: dict | None = None) -> dict:
-    """The JSON-ready report: metrics, per_group, answer_status_counts, parameters, inputs,
-    provenance, reproduce, warnings."""
+                 reproduce: dict | None = None, row_ids=None) -> dict:
+    """The JSON-ready report: metrics, per_group, answer_status_counts, failed_rows (the
+    first ``FAILED_ROWS_LISTED`` rows that fail or are not scored: row_id, group,
+    answer_status, best_iou, reason), parameters, inputs, provenance, reproduce, warnings.
+    ``row_ids``: one per row (default: positions 0, 1, ...)."""
+    rows = result.rows
+    n = len(rows["passed"])
+    row_ids = list(range(n)) if row_ids is None else list(row_ids)
+    failed_rows = [
+        {"row_id": _plain_id(row_ids[k]), "group": rows["group"][k],
+         "answer_status": rows["answer_status"][k], "best_iou": rows["best_iou"][k],
+         "reason": rows["reason"][k]}
+        for k in range(n) if not rows["passed"][k]
+    ][:FAILED_ROWS_LISTED]
     statuses = Counter(s for s, scored in zip(result.rows["answer_status"],
                                               result.rows["scored"]) if scored)
     warnings = []
@@ -71,12 +86,18 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
         "metrics": result.metrics,
         "per_group": result.per_group,
         "answer_status_counts": dict(sorted(statuses.items())),
+        "failed_rows": failed_rows,
         "parameters": result.parameters,
         "inputs": inputs,
         "provenance": provenance,
         "reproduce": reproduce or {},
         "warnings": warnings,
     }
+
+
+def _plain_id(value):
+    """A row id JSON can hold (numbers and text as they are, anything else as text)."""
+    return value if value is None or isinstance(value, (int, float, str)) else str(value)
 
 
 def render_html(report: dict, best_iou) -> str:
@@ -96,6 +117,10 @@ def render_html(report: dict, best_iou) -> str:
                                  "fig_accuracy": fig_accuracy})]
     if report["per_group"]:
         sections.append(Section("groups", "By group", template="spatialmatch/groups.html.j2"))
+    if report["failed_rows"]:
+        sections.append(Section("failed", "Rows that fail",
+                                template="spatialmatch/failed.html.j2",
+                                context={"limit": FAILED_ROWS_LISTED}))
     pass_rate = metrics["pass_rate"]
     summary = (
         f"{metrics['count_pass']} of {metrics['count_scored']} answers pass "

@@ -181,6 +181,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
             provenance(),
             {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            row_ids,
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
                     if scored]
