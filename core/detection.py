@@ -11,6 +11,8 @@ GroundSet's F1 / precision / recall at the IoU threshold, mIoU and true negative
   when none exists)." That is one-to-one greedy matching by descending IoU among candidates
   (whatever MATCHING the main evaluation used), taxonomy-aware through the candidates (a
   child class answers for its parent); predictions on ignore regions are neither TP nor FP.
+  Empty denominators give 0, as in the seed's recipe (so two empty layers score F1 0 here,
+  where the main metrics use the agribound convention of 1).
   ``groundset_miou`` = mean over references of the best candidate IoU, a reference without
   any candidate counting 0. ``count_tn`` (with groups only) = groups (images) with neither an
   evaluated reference nor a counted prediction: a group value that appears in either layer
