@@ -16,6 +16,7 @@ import shapely
 
 from . import allocator
 from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
+from .boundary_curve import boundary_f1_by_tolerance
 from .boundary import (
     BOUNDARY_SAMPLE_SPACING_M,
     centroid_utm_epsg,
@@ -150,6 +151,7 @@ def evaluate(
     boundary_tolerance_m: float | None = None,
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
+    tolerance_multiples=None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -183,6 +185,9 @@ def evaluate(
             at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
             measured in the WGS 84 / UTM zone of each reference field's centroid.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
+        tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
+            F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
+            ``boundary_by_tolerance``; each multiple but 1 costs a tolerance stage more.
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -336,6 +341,15 @@ def evaluate(
     )
     if tolerance:
         metrics["boundary_tolerance_m"] = boundary_tolerance_m
+    if tolerance and tolerance_multiples:
+        progress.checkpoint(76, "Boundary F1 at larger tolerances")
+        metrics["boundary_by_tolerance"] = _boundary_curve(
+            ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_tolerance_m, ignored,
+            tolerance_multiples, progress.span(76, 80),
+        )
+        for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
+            if tolerance_multiples[0] == 1.0:  # the same value as the metric, to the last bit
+                metrics["boundary_by_tolerance"][key][0] = metrics[key]
     metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
     matched_iou = tables.reference["iou"][tables.reference["matched"]]
     metrics.update(_distribution("iou", matched_iou))
@@ -737,6 +751,23 @@ def _boundary_metrics(
         p["perimeter_m"] = perimeter_pred
         p["boundary_within_tolerance_m"] = within_pred
     return utm_epsg_codes(ref_zoned, pred_zoned)
+
+
+def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
+    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
+    on the same UTM boundaries as the boundary metrics; the 1x lengths are reused."""
+    ref_crs, pred_crs, ea_crs = crss
+    r, p = tables.reference, tables.predicted
+    return boundary_f1_by_tolerance(
+        zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
+        zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
+        tolerance_m,
+        predicted_counted=~ignored,
+        first=(r["boundary_within_tolerance_m"], r["perimeter_m"],
+               p["boundary_within_tolerance_m"], p["perimeter_m"]),
+        multiples=tuple(multiples),
+        progress=progress,
+    )
 
 
 def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
