@@ -296,6 +296,7 @@ def evaluate(
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
     metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
     warnings += _data_warnings(ref, ignore, pred, ea_crs)
+    warnings += _empty_layer_warnings(n_ref_in, n_pred_in)
     if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
         # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
         metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
@@ -823,6 +824,24 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
                 "areas are in squared coordinate units; assign the layers their CRS"
             )
             logger.warning(messages[-1])  # the drop and repair counts are logged by prepare
+    return messages
+
+
+def _empty_layer_warnings(n_reference: int, n_predicted: int) -> list[str]:
+    """A warning (also logged) for each input layer without a single row: the run is scored
+    by the seed's empty-denominator rules, which say little about a model."""
+    messages = []
+    for name, n, rule in (
+        ("reference", n_reference, "every prediction is a false positive, recall is 0"),
+        ("predicted", n_predicted, "every reference field is a false negative, precision is 0"),
+    ):
+        if n == 0:
+            messages.append(
+                f"The {name} layer is empty (no features): {rule}"
+                + (" (with both layers empty, the rates are 1.0 by convention)"
+                   if n_reference == n_predicted == 0 else "")
+            )
+            logger.warning(messages[-1])
     return messages
 
 

@@ -91,3 +91,26 @@ def _plain(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
+
+
+def same_layer_warning(algorithm, parameters, context,
+                       names=("PREDICTED", "REFERENCE")) -> str | None:
+    """A warning when two layer parameters are the same data: the same layer, or the same
+    source (file and layer, with the same filter and selection). Every feature then matches
+    itself and the scores say nothing about a model."""
+    layers = [algorithm.parameterAsVectorLayer(parameters, name, context) for name in names]
+    if any(layer is None for layer in layers):
+        return None
+
+    def key(name, layer):
+        selected = bool(getattr(parameters.get(name), "selectedFeaturesOnly", False))
+        # Memory layers of one schema share a source text: only the layer itself is the same.
+        source = layer.id() if layer.providerType() == "memory" else layer.source()
+        return (source, layer.subsetString(),
+                tuple(sorted(layer.selectedFeatureIds())) if selected else None)
+
+    first, second = (key(name, layer) for name, layer in zip(names, layers))
+    if first != second:
+        return None
+    return (f"{names[0]} and {names[1]} are the same layer ({layers[0].publicSource()}): "
+            "every feature matches itself, so the scores (F1 = 1) say nothing about a model")
