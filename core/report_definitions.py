@@ -208,6 +208,10 @@ _ROWS = (
     # --- the rest of the report -----------------------------------------------------------
     ("worst_reference_fields", "The 12 reference fields with the lowest best IoU (ties: "
      "larger first): id, best IoU, area, predictions overlapping.", "", PLUGIN),
+    ("outcome_areas_ha", "Areas of the outcomes, in ha: tp_reference (matched reference "
+     "fields), tp_predicted (matched predictions), fp (unmatched predictions, without those "
+     "on ignore regions), fn (unmatched reference fields).", "Σ|·| / 10⁴ in the equal-area CRS",
+     PLUGIN),
     ("parameters", "The parameters as used (and the field names given).", "", PLUGIN),
     ("inputs", "Each input: source, layer, CRS, features read, selection or filter.", "",
      PLUGIN),

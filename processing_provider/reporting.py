@@ -46,14 +46,16 @@ def input_description(algorithm, parameters, name, context, feature_count=None) 
 
 
 def plain_parameters(algorithm, parameters, context) -> dict:
-    """{NAME: plain value} of every parameter given, in declaration order: layers as their
-    sources, CRSs as auth ids, output destinations as paths. For core.reproduce."""
+    """{NAME: plain value} of every parameter, in declaration order: those given, and the
+    defaults of the others (so a later version's defaults cannot change a rerun); layers as
+    their sources, CRSs as auth ids, output destinations as paths (those given only). For
+    core.reproduce."""
     plain = {}
     for definition in algorithm.parameterDefinitions():
         name = definition.name()
-        if name not in parameters:
+        if name not in parameters and definition.isDestination():
             continue
-        value = parameters[name]
+        value = parameters.get(name, definition.defaultValue())
         if isinstance(value, QgsProcessingFeatureSourceDefinition) or (
             isinstance(value, str) and definition.type() in ("source", "vector", "raster", "layer")
         ):
