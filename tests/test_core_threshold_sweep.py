@@ -138,3 +138,26 @@ def test_the_missing_class_has_one_spelling_in_per_class_and_ap():
     assert metrics["per_class"][MISSING]["count_tp"] == 1
     assert not math.isnan(metrics["average_precision"]["per_class"][MISSING]["ap"])
     assert np.all([entry["count_tp"] == 1 for entry in metrics["per_class"].values()])
+
+
+def test_boundary_f1_by_tolerance_of_two_squares_3_m_apart_by_hand():
+    # Reference 100 m square; prediction shifted 3 m along x. At tolerance t < 3 the left and
+    # right edges are out except where the other square's top/bottom edges pass within t
+    # (2t of the right edge); the top and bottom edges are within t except the first 3 - t m.
+    # Boundary recall = (2t + 2 (97 + t)) / 400, the same for precision; from t = 3 all of it.
+    reference, predicted = [box(0, 0, 100, 100)], [box(3, 0, 103, 100)]
+    metrics = evaluate(predicted, reference, boundary_tolerance_m=1.0,
+                       tolerance_multiples=(1.0, 2.0, 3.0, 4.0)).metrics
+    curve = metrics["boundary_by_tolerance"]
+    assert curve["tolerance_m"] == [1.0, 2.0, 3.0, 4.0]
+    expected = [(2 * t + 2 * (97 + t)) / 400 if t < 3 else 1.0 for t in (1.0, 2.0, 3.0, 4.0)]
+    assert curve["boundary_recall"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_precision"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_f1"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_f1"][0] == metrics["boundary_f1"]
+
+
+def test_no_boundary_curve_unless_asked_for():
+    metrics = evaluate([box(3, 0, 103, 100)], [box(0, 0, 100, 100)],
+                       boundary_tolerance_m=1.0).metrics
+    assert "boundary_by_tolerance" not in metrics
