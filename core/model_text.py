@@ -806,21 +806,17 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
     if all(_is_number(v) for v in value):
         return [_numbers_raw([float(v) for v in value], start, end, convention, kind_hint,
                              label)]
-    if len(value) >= 2 and all(_is_pair(v) for v in value) and kind_hint != "box":
-        # a ring of [x, y] pairs (two pairs: the corners of a box)
-        flat = [float(c) for pair in value for c in pair]
-        kind = kind_hint or ("box" if len(value) == 2 else "polygon")
-        if kind == "point" and len(value) > 1:
-            return [_numbers_raw(list(map(float, p)), start, end, convention, "point", label)
+    if len(value) >= 2 and all(_is_pair(v) for v in value):
+        # [x, y] pairs: points; two corners of a box; four corners of an oriented box; a ring
+        if kind_hint == "point":
+            return [_numbers_raw([float(c) for c in p], start, end, convention, "point", label)
                     for p in value]
-        if kind == "oriented_box" and len(value) != 4:
-            kind = "polygon"
-        if len(value) == 2 and kind in ("polygon",):
-            kind = "box"
-        return [_numbers_raw(flat, start, end, convention, kind, label)]
-    if len(value) == 2 and all(_is_pair(v) for v in value) and kind_hint == "box":
         flat = [float(c) for pair in value for c in pair]
-        return [_numbers_raw(flat, start, end, convention, "box", label)]
+        if kind_hint == "oriented_box":
+            kind = "oriented_box" if len(value) == 4 else "polygon"
+        else:
+            kind = "box" if len(value) == 2 else "polygon"
+        return [_numbers_raw(flat, start, end, convention, kind, label)]
     out = []
     for item in value:
         if isinstance(item, (list, dict)):

@@ -199,6 +199,13 @@ def test_list_of_pairs_is_a_polygon_ring_in_the_row_convention():
     assert answer.usable[0].geometry.area == pytest.approx(0.5 * 100 * 50)
 
 
+def test_corner_pairs_under_a_box_key():
+    two = parse_answer('{"bbox": [[10, 20], [30, 40]]}', "pixel_xyxy")
+    assert boxes(two) == [(10, 20, 30, 40)] and two.usable[0].kind == "box"
+    four = parse_answer('{"bbox": [[0, 0], [10, 0], [10, 5], [0, 5]]}', "pixel_xyxy")
+    assert four.usable[0].kind == "polygon" and four.usable[0].geometry.area == 50
+
+
 def test_self_intersecting_polygon_is_made_valid_and_marked_repaired():
     answer = parse_answer("[0, 0, 2, 2, 2, 0, 0, 2]", "pixel_xyxy")
     record = answer.usable[0]
