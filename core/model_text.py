@@ -262,7 +262,7 @@ def _answer(records, text, note) -> ParsedAnswer:
     if note == "empty" or _NONE_FOUND.search(_outside_think(text)) or not text.strip():
         reason = "the answer holds no geometry" if text.strip() else "empty answer text"
         return ParsedAnswer(records, EMPTY, reason)
-    return ParsedAnswer(records, UNPARSEABLE, "no geometry found in the answer")
+    return ParsedAnswer(records, UNPARSEABLE, "no geometry found in the text")
 
 
 #: Columns of the geometry and point tables of ``answer_tables``, after row_id.

@@ -300,9 +300,10 @@ def _score_pairs(rows, pairs, expected_geoms, iou_threshold):
         rows["passed"][i] = passed
         rows["centre_hit"][i] = bool(shapely.covers(a[k], shapely.centroid(b[k])))
         intersections[i], unions[i] = float(m.intersection[k]), float(m.union[k])
-        if not rows["reason"][i]:
-            rows["reason"][i] = "" if passed else \
-                f"best IoU {m.iou[k]:.4f} below the threshold {iou_threshold:g}"
+        if not rows["reason"][i] and not passed:
+            rows["reason"][i] = f"best IoU {m.iou[k]:.4f} below the threshold {iou_threshold:g}"
+            if rows["n_out_of_bounds"][i]:
+                rows["reason"][i] += "; an answered geometry is out of bounds (hallucinated)"
     return intersections, unions
 
 

@@ -72,16 +72,17 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
     warnings = []
     n_unreadable = result.metrics["count_expected_unreadable"]
     if n_unreadable:
-        warnings.append(f"{n_unreadable} rows have an expected geometry that could not be "
-                        f"read; they are not scored")
+        warnings.append(f"{_rows(n_unreadable)} with an expected geometry that could not be "
+                        f"read: not scored")
     frames = {f for f in result.rows["frame"] if f}
     if any("," in f for f in frames):
         warnings.append("some rows compare pixels with fractions of the image: give the image "
                         "width and height fields")
     ambiguous = sum(1 for w in result.rows["warning"] if w)
     if ambiguous:
-        warnings.append(f"{ambiguous} rows were read with an ambiguous coordinate convention "
-                        f"(see the warning column of the output)")
+        warnings.append(f"{_rows(ambiguous)} read with an ambiguous coordinate convention "
+                        f"(see the warning column of the output; set COORDINATE_FORMAT to "
+                        f"decide)")
     return {
         "metrics": result.metrics,
         "per_group": result.per_group,
@@ -93,6 +94,10 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
         "reproduce": reproduce or {},
         "warnings": warnings,
     }
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def _plain_id(value):
