@@ -31,7 +31,9 @@ def test_the_readme_standalone_pyqgis_script_runs(qgis_process_env, tmp_path):  
     assert (tmp_path / "report.html").stat().st_size > 10_000
 
 
-def test_the_reports_qgis_process_command_reruns_the_evaluation(qgis_process_env, tmp_path):  # noqa: F811
+def test_the_reports_qgis_process_command_reruns_the_evaluation(
+    qgis_process_env, tmp_path  # noqa: F811
+):
     first = tmp_path / "first.json"
     done = subprocess.run(
         [QGIS_PROCESS, "run", "ioueval:evaluatepolygons", "--json", "--",
