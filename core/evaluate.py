@@ -187,7 +187,8 @@ def evaluate(
         progress: receives progress and may cancel (EvaluationCanceled is raised).
         tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
             F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
-            ``boundary_by_tolerance``; each multiple but 1 costs a tolerance stage more.
+            ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
+            multiple: about 1.5 times the tolerance stage for 1 to 4 times).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -756,16 +757,14 @@ def _boundary_metrics(
 
 def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
     """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
-    on the same UTM boundaries as the boundary metrics; the 1x lengths are reused."""
+    on the same UTM boundaries as the boundary metrics."""
     ref_crs, pred_crs, ea_crs = crss
-    r, p = tables.reference, tables.predicted
+    r = tables.reference
     return boundary_f1_by_tolerance(
         zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
         zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
         tolerance_m,
         predicted_counted=~ignored,
-        first=(r["boundary_within_tolerance_m"], r["perimeter_m"],
-               p["boundary_within_tolerance_m"], p["perimeter_m"]),
         multiples=tuple(multiples),
         progress=progress,
     )
