@@ -188,7 +188,7 @@ def evaluate(
         tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
             F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
             ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
-            multiple: about 1.5 times the tolerance stage for 1 to 4 times).
+            multiple: about twice the tolerance stage for 1 to 4 times).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -795,6 +795,17 @@ def _only_missing_dropped(*layers: PreparedLayer) -> bool:
     )
 
 
+#: How the report words each reason for not evaluating a row (prepare.DROP_REASONS).
+_DROP_WORDS = {
+    "null": "without geometry",
+    "empty": "with an empty geometry",
+    "not_polygonal": "points or lines",
+    "non_finite": "with non-finite coordinates",
+    "zero_area": "of zero area",
+    "not_projectable": "not projectable to the equal-area CRS",
+}
+
+
 def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
     """Messages for the report about rows dropped or repaired, and about planar coordinates
     that look like longitude/latitude (a layer whose CRS got lost)."""
@@ -807,13 +818,18 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
         }
         n_dropped = sum(dropped.values())
         if n_dropped:
-            reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dropped.items() if v)
+            reasons = ", ".join(
+                f"{v:,} {_DROP_WORDS.get(k, k.replace('_', ' '))}" for k, v in dropped.items() if v
+            )
             messages.append(
-                f"{n_dropped} of {n_input} {name} rows were not evaluated ({reasons})"
+                f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
             )
         n_repaired = sum(layer.n_repaired for layer in layers)
         if n_repaired:
-            messages.append(f"{n_repaired} invalid {name} geometries were repaired")
+            messages.append(
+                f"{n_repaired:,} invalid {name} geometries were repaired (make_valid, keeping "
+                "their polygonal parts) and evaluated"
+            )
     if ea_crs is None and ref.n + pred.n:
         geoms = np.concatenate([ref.geometries, pred.geometries])
         xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
