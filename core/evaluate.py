@@ -797,11 +797,11 @@ def _only_missing_dropped(*layers: PreparedLayer) -> bool:
 
 #: How the report words each reason for not evaluating a row (prepare.DROP_REASONS).
 _DROP_WORDS = {
-    "null": "without geometry",
-    "empty": "with an empty geometry",
+    "null": "no geometry",
+    "empty": "empty geometry",
     "not_polygonal": "points or lines",
-    "non_finite": "with non-finite coordinates",
-    "zero_area": "of zero area",
+    "non_finite": "non-finite coordinates",
+    "zero_area": "zero area",
     "not_projectable": "not projectable to the equal-area CRS",
 }
 
@@ -819,7 +819,7 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
         n_dropped = sum(dropped.values())
         if n_dropped:
             reasons = ", ".join(
-                f"{v:,} {_DROP_WORDS.get(k, k.replace('_', ' '))}" for k, v in dropped.items() if v
+                f"{_DROP_WORDS.get(k, k.replace('_', ' '))} {v:,}" for k, v in dropped.items() if v
             )
             messages.append(
                 f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
