@@ -133,7 +133,8 @@ _ROWS = (
      "structure method) and evaluated.", "", AGRIBOUND),
     ("count_predicted_repaired", "Invalid predicted geometries repaired and evaluated.", "",
      AGRIBOUND),
-    ("count_ignore_regions", "Reference rows flagged as ignore regions.", "", PLUGIN + "; COCO crowd"),
+    ("count_ignore_regions", "Reference rows flagged as ignore regions.", "",
+     PLUGIN + "; COCO crowd"),
     ("count_predicted_ignored", "Unmatched predictions covered by an ignore region "
      "(|p ∩ r| / |p| ≥ threshold): neither TP nor FP.", "", PLUGIN + "; COCO crowd"),
     # --- groups -------------------------------------------------------------------------

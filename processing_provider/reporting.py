@@ -56,11 +56,25 @@ def plain_parameters(algorithm, parameters, context) -> dict:
         if name not in parameters and definition.isDestination():
             continue
         value = parameters.get(name, definition.defaultValue())
+        if value is None or value == "":
+            plain[name] = None
+            continue
+        kind = definition.type()
+        given = {**parameters, name: value}
         if isinstance(value, QgsProcessingFeatureSourceDefinition) or (
-            isinstance(value, str) and definition.type() in ("source", "vector", "raster", "layer")
+            isinstance(value, str) and kind in ("source", "vector", "raster", "layer")
         ):
-            layer = algorithm.parameterAsLayer(parameters, name, context)
-            value = layer.source() if layer is not None else _plain(value)
+            layer = algorithm.parameterAsLayer(given, name, context)
+            value = layer.source() if layer is not None else value
+        elif kind == "number":  # qgis_process gives text: the value as used
+            number = algorithm.parameterAsDouble(given, name, context)
+            value = int(number) if definition.dataType() == 0 else number
+        elif kind == "enum":
+            value = algorithm.parameterAsEnum(given, name, context)
+        elif kind == "boolean":
+            value = algorithm.parameterAsBool(given, name, context)
+        elif kind == "crs":
+            value = algorithm.parameterAsCrs(given, name, context)
         plain[name] = _plain(value)
     return plain
 
