@@ -19,11 +19,13 @@ import shapely
 
 from .checks import check_positive
 from .crs import to_crs
-from .parallel import ProgressCallback, run_chunks
+from .memory import check_memory
+from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import (
     SegmentGrid,
     Segments,
     axis_frame,
+    boundary_curves,
     boundary_segments,
     frame_distance,
     frame_integral,
@@ -61,8 +63,33 @@ _ENVELOPE_BATCH = 65_536
 #: padded to the widest.
 _FEW_PIECES = 1024
 
-#: A pair's cells are at least its extent / this, so its grid has at most this² cells.
+#: A pair's cells are at least its extent / max(this, its number of segments), so a small
+#: pair's grid has at most this² cells, and a large pair's cells follow its segments (the grid
+#: is then sparse: ``SegmentGrid`` files the cells that hold pieces only).
 _MAX_CELLS_PER_SIDE = 64
+
+#: Pieces of a chunk are searched and integrated in blocks of at most this many (a large pair
+#: is cut into blocks too), so the memory of a block is bounded whatever the pair's size.
+_PIECE_BLOCK = 200_000
+
+#: A candidate search gathers at most this many (piece, segment) rows at once, and scans at
+#: most this many rows of cells (a bound on its memory, some 200 bytes a row); a batch of
+#: pieces that would need more is split before gathering.
+_ROW_BUDGET = 1_000_000
+
+#: Bytes per vertex of a chunk held while it is measured (its segments, pieces and their
+#: frames), and the working memory of a stage beyond that, for the memory check.
+_BYTES_PER_VERTEX = 400
+_WORKING_BYTES = 256 * 2**20
+
+#: Pairs with more segments than this are measured against simplified boundaries (the
+#: targets of the distance), each side when that at least halves its segments: the target
+#: is simplified (Douglas-Peucker) within ``_COARSE_FRACTION`` Δ, the pieces integrated with
+#: ``_COARSE_DELTA`` Δ. See ``pair_boundary_distances`` for the error bounds.
+_COARSE_MIN_SEGMENTS = 4096
+_COARSE_GAIN = 0.5
+_COARSE_FRACTION = 1.0 / 32.0
+_COARSE_DELTA = 0.75
 
 #: Absolute slack, relative to a pair's extent, under which two distances count as equal when
 #: candidates are discarded (discarding fewer candidates is always safe).
@@ -321,6 +348,7 @@ def pair_boundary_distances(
     predicted,
     spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: ProgressCallback | None = None,
+    describe_pairs=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hausdorff distance and symmetric mean distance between the boundaries of each pair.
 
@@ -391,6 +419,8 @@ def pair_boundary_distances(
     # Segments are built per chunk of pairs (not for all at once), so memory holds at most
     # the chunks in flight; the work of a pair grows with its number of vertices.
     cost = shapely.get_num_coordinates(ref) + shapely.get_num_coordinates(pred)
+    chunks = _chunks(cost, _CHUNK_VERTICES)
+    _check_chunk_memory(cost, chunks, describe_pairs)
 
     def run(bounds):
         lo, hi = bounds
@@ -403,14 +433,39 @@ def pair_boundary_distances(
         len_r = np.bincount(seg_r.owner, weights=seg_r.length, minlength=m)
         len_p = np.bincount(seg_p.owner, weights=seg_p.length, minlength=m)
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
-        integral, hmax = _pair_distances(seg_r, seg_p, delta)
+        target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
+                                                     delta)
+        integral, hmax = _pair_distances(seg_r, seg_p, np.where(coarse, _COARSE_DELTA, 1.0)
+                                         * delta, target_r, target_p)
+        # Distances to a target simplified within ε are within ε of the exact ones: lowered
+        # by ε, the Hausdorff distance is never above the exact one.
+        hmax = np.where(coarse, np.maximum(hmax - _COARSE_FRACTION * delta, 0.0), hmax)
         rows = lo + np.flatnonzero(ok)
         hausdorff[rows] = hmax[ok]
         mean[rows] = integral[ok] / (len_r[ok] + len_p[ok])
         spacing[rows] = delta[ok]
 
-    run_chunks(run, _chunks(cost, _CHUNK_VERTICES), progress)
+    run_chunks(run, chunks, progress)
     return hausdorff, mean, spacing
+
+
+def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
+    """Raise ``InsufficientMemoryError`` (before any work) when the largest chunks that can be
+    in flight together would need more memory than is available, naming the largest pairs."""
+    if not chunks:
+        return
+    sizes = sorted((int(cost[lo:hi].sum()), lo, hi) for lo, hi in chunks)[-WORKERS:]
+    needed = sum(_BYTES_PER_VERTEX * size + _WORKING_BYTES for size, _, _ in sizes)
+
+    def what():
+        _, lo, hi = sizes[-1]
+        rows = lo + np.argsort(cost[lo:hi])[::-1][:5]
+        if describe_pairs is not None:
+            return describe_pairs(rows)
+        return "matched pairs at positions " + ", ".join(str(int(r)) for r in rows) + (
+            f" ({int(cost[lo:hi].sum()):,} vertices)")
+
+    check_memory("boundary distances", needed, what)
 
 
 def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -497,76 +552,206 @@ class _Boundaries:
         return np.take(self.box, seg, axis=1)
 
 
-def _pair_distances(
-    seg_r: Segments, seg_p: Segments, delta: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
+def _coarse_targets(ref, pred, seg_r: Segments, seg_p: Segments, delta):
+    """The boundaries each pair's distances are measured to: its own segments, or for a
+    large pair (more than ``_COARSE_MIN_SEGMENTS``) on each side where that at least halves
+    the segments, the boundary simplified within ε = ``_COARSE_FRACTION`` Δ.
 
-    ``seg_r``, ``seg_p``: segments of the chunk's pairs (owner = pair, 0..n-1; a pair present
-    in one is present in both); ``delta``: float array, shape (n,). Pairs without segments
-    get 0.
+    Returns ``(target_r, target_p, coarse)``: Segments like ``seg_r`` and ``seg_p`` (owners
+    0..m-1) and a bool array, shape (m,), True for the pairs with a simplified side.
     """
-    n = len(delta)
-    if seg_r.n == 0 or seg_p.n == 0:
-        return np.zeros(n), np.zeros(n)
-    n_r = seg_r.n
-    owner = np.r_[seg_r.owner, seg_p.owner]
-    side = np.r_[np.zeros(n_r, np.int64), np.ones(seg_p.n, np.int64)]
-    # Each pair in its own frame, its lower-left corner at the origin: small coordinates.
+    m = len(delta)
+    n_r = np.bincount(seg_r.owner, minlength=m)
+    n_p = np.bincount(seg_p.owner, minlength=m)
+    big = (n_r + n_p > _COARSE_MIN_SEGMENTS) & seg_r.valid & seg_p.valid
+    coarse = np.zeros(m, dtype=bool)
+    if not big.any():
+        return seg_r, seg_p, coarse
+    targets = []
+    for geoms, seg, count in ((ref, seg_r, n_r), (pred, seg_p, n_p)):
+        simple = np.full(m, None, dtype=object)
+        simple[big] = simplified_boundaries(geoms[big], _COARSE_FRACTION * delta[big])
+        small = boundary_segments(simple)
+        use = big & small.valid & (np.bincount(small.owner, minlength=m) <= _COARSE_GAIN * count)
+        if not use.any():
+            targets.append(seg)
+            continue
+        coarse |= use
+        targets.append(_combine(seg.select(~use), small.select(use)))
+    return targets[0], targets[1], coarse
+
+
+def simplified_boundaries(geometries, tolerance) -> np.ndarray:
+    """The boundary curves of each geometry simplified (Douglas-Peucker, GEOS) within
+    ``tolerance``, as MultiLineStrings.
+
+    Every point of a simplified curve is within ``tolerance`` of the curve and every point of
+    the curve within ``tolerance`` of the simplified one (the curve between two kept vertices
+    stays within ``tolerance`` of their chord and runs from one end of it to the other), so
+    distances to the two differ by at most ``tolerance``. A curve that would collapse to fewer
+    than three vertices is kept whole.
+
+    Args:
+        geometries: object array, shape (n,), of polygonal or linear geometries.
+        tolerance: float array, shape (n,), > 0, in CRS units.
+    Returns:
+        object array, shape (n,): MultiLineStrings (None for geometries without curves).
+    """
+    geoms = np.asarray(geometries, dtype=object).reshape(-1)
+    out = np.full(len(geoms), None, dtype=object)
+    curves, owner = boundary_curves(geoms)
+    keep = shapely.get_num_coordinates(curves) >= 2
+    curves, owner = curves[keep], owner[keep]
+    if len(curves) == 0:
+        return out
+    order = np.argsort(owner, kind="stable")
+    curves, owner = curves[order], owner[order]
+    coords, index = shapely.get_coordinates(curves, return_index=True)
+    lines = shapely.linestrings(coords, indices=index)
+    del coords, index
+    simple = shapely.simplify(lines, np.asarray(tolerance, dtype=float)[owner],
+                              preserve_topology=False)
+    few = shapely.get_num_coordinates(simple) < 3
+    simple[few] = lines[few]
+    present, at = np.unique(owner, return_inverse=True)
+    out[present] = shapely.multilinestrings(simple, indices=at)
+    return out
+
+
+def _combine(a: Segments, b: Segments) -> Segments:
+    """The segments of ``a`` and ``b`` (of different owners, both ``select``-ed from the same
+    owners) in one Segments, ordered by owner."""
+    owner = np.r_[a.owner, b.owner]
+    order = np.argsort(owner, kind="stable")
+    new_index = np.empty(len(order), dtype=np.int64)
+    new_index[order] = np.arange(len(order))
+
+    def links(la, lb):
+        joined = np.r_[la, np.where(lb >= 0, lb + a.n, -1)]
+        return np.where(joined >= 0, new_index[np.maximum(joined, 0)], -1)[order]
+
+    return Segments(np.r_[a.x0, b.x0][order], np.r_[a.y0, b.y0][order],
+                    np.r_[a.x1, b.x1][order], np.r_[a.y1, b.y1][order], owner[order],
+                    links(a.next, b.next), links(a.prev, b.prev), a.valid | b.valid)
+
+
+@dataclass(frozen=True)
+class _PairFrames:
+    """Each pair's frame: its lower-left corner (``lo_x``, ``lo_y``, the origin of its
+    coordinates), its extent (float array, shape (n, 2)), largest side and diagonal."""
+
+    lo_x: np.ndarray
+    lo_y: np.ndarray
+    extent: np.ndarray
+    size: np.ndarray
+    diag: np.ndarray
+
+
+def _pair_frames(seg_r: Segments, seg_p: Segments, n: int) -> _PairFrames:
     lo_x = np.minimum(_least(seg_r.x0, seg_r.owner, n), _least(seg_p.x0, seg_p.owner, n))
     lo_y = np.minimum(_least(seg_r.y0, seg_r.owner, n), _least(seg_p.y0, seg_p.owner, n))
     hi_x = np.maximum(_most(seg_r.x0, seg_r.owner, n), _most(seg_p.x0, seg_p.owner, n))
     hi_y = np.maximum(_most(seg_r.y0, seg_r.owner, n), _most(seg_p.y0, seg_p.owner, n))
-    ox, oy = lo_x[owner], lo_y[owner]
+    extent = np.column_stack([hi_x - lo_x, hi_y - lo_y])
+    return _PairFrames(lo_x, lo_y, extent, extent.max(axis=1),
+                       hypot(extent[:, 0], extent[:, 1]))
+
+
+def _framed_segments(seg_r: Segments, seg_p: Segments, frames: _PairFrames):
+    """The segments of both sides in their pair's frame, without those shorter than
+    ``_TINY`` of the pair's extent (distinct vertices that the frame's rounding merges, or
+    subnormal coordinates; their neighbours are linked).
+
+    Returns ``(xy, owner, side, next, prev, seg_len)``: xy a (4, k) float array (x0, y0, x1,
+    y1), side 0 for the reference, 1 for the predicted; the links renumbered.
+    """
+    n_r = seg_r.n
+    owner = np.r_[seg_r.owner, seg_p.owner]
+    side = np.r_[np.zeros(n_r, np.int64), np.ones(seg_p.n, np.int64)]
+    ox, oy = frames.lo_x[owner], frames.lo_y[owner]
     xy = np.empty((4, len(owner)))
     for k, (a, b, o) in enumerate(((seg_r.x0, seg_p.x0, ox), (seg_r.y0, seg_p.y0, oy),
                                    (seg_r.x1, seg_p.x1, ox), (seg_r.y1, seg_p.y1, oy))):
         xy[k, :n_r], xy[k, n_r:] = a, b
         xy[k] -= o
+    del ox, oy
     x0, y0, x1, y1 = xy
-    extent = np.column_stack([hi_x - lo_x, hi_y - lo_y])
-    size = extent.max(axis=1)
-    diag = hypot(extent[:, 0], extent[:, 1])
     nxt = np.r_[seg_r.next, seg_p.next + n_r]
     prv = np.r_[seg_r.prev, seg_p.prev + n_r]
     seg_len = hypot(x1 - x0, y1 - y0)
-    # Segments shorter than 1e-12 of the pair's extent (distinct vertices that the frame's
-    # rounding merges, or subnormal coordinates) are dropped; their neighbours are linked.
-    short = seg_len <= _TINY * size[owner]
+    short = seg_len <= _TINY * frames.size[owner]
     if short.any():
-        xy, owner, side, nxt, prv, seg_len = _drop_short(short, xy, owner, side, nxt, prv,
-                                                          seg_len)
-        x0, y0, x1, y1 = xy
+        return _drop_short(short, xy, owner, side, nxt, prv, seg_len)
+    return xy, owner, side, nxt, prv, seg_len
+
+
+def _pair_distances(
+    seg_r: Segments, seg_p: Segments, delta: np.ndarray,
+    target_r: Segments | None = None, target_p: Segments | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
+
+    ``seg_r``, ``seg_p``: segments of the chunk's pairs (owner = pair, 0..n-1; a pair present
+    in one is present in both), integrated; ``target_r``, ``target_p``: the segments the
+    distances are measured to (default: the same); ``delta``: float array, shape (n,). Pairs
+    without segments get 0.
+
+    Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
+    cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
+    by pair; then, block by block of pieces, the candidate search and the integration.
+    """
+    n = len(delta)
+    target_r = seg_r if target_r is None else target_r
+    target_p = seg_p if target_p is None else target_p
+    if seg_r.n == 0 or seg_p.n == 0 or target_r.n == 0 or target_p.n == 0:
+        return np.zeros(n), np.zeros(n)
+    frames = _pair_frames(seg_r, seg_p, n)
+    same = target_r is seg_r and target_p is seg_p
+    xy, owner, side, nxt, prv, seg_len = _framed_segments(target_r, target_p, frames)
+    x0, y0, x1, y1 = xy
     n_segs = np.bincount(owner, minlength=n)
     mean_len = np.bincount(owner, weights=seg_len, minlength=n) / np.maximum(n_segs, 1)
-    cell = np.maximum(_CELL_FACTOR * mean_len, size / _MAX_CELLS_PER_SIDE)
+    cell = np.maximum(_CELL_FACTOR * mean_len,
+                      frames.size / np.maximum(_MAX_CELLS_PER_SIDE, n_segs))
     cell = np.where(cell > 0, cell, 1.0)
-    bounds = _Boundaries(xy, nxt, prv, _SLACK * size + 1e-300)
-    del ox, oy, nxt, prv, short
+    bounds = _Boundaries(xy, nxt, prv, _SLACK * frames.size + 1e-300)
+    del nxt, prv, seg_len
 
-    # Pieces: both boundaries cut into pieces of bounded length, sorted by pair.
+    # Pieces: the integrated boundaries cut into pieces of bounded length, sorted by pair.
     piece_len = np.maximum(_PIECE_FACTOR * mean_len, cell)
-    split = split_segments(x0, y0, x1, y1, piece_len[owner])
+    if same:
+        fx0, fy0, fx1, fy1, f_owner, f_side = x0, y0, x1, y1, owner, side
+    else:
+        (fx0, fy0, fx1, fy1), f_owner, f_side = _framed_segments(seg_r, seg_p, frames)[:3]
+    split = split_segments(fx0, fy0, fx1, fy1, piece_len[f_owner])
     px0, py0, px1, py1, parent, _ = split
     # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones. The
     # grid cuts the segments at its cell size: the same cut as the pieces' when the cell is
-    # the piece length (as with the default factors), then not done twice.
+    # the piece length (as with the default factors) and the targets are the pieces'
+    # segments, then not done twice.
     grid = SegmentGrid(x0, y0, x1, y1, 2 * owner + side, np.repeat(cell, 2),
-                       np.zeros((2 * n, 2)), np.repeat(extent, 2, axis=0),
-                       split if np.array_equal(piece_len, cell) else None)
-    del split
-    order = _by_pair(owner[parent], side[parent], n)
+                       np.zeros((2 * n, 2)), np.repeat(frames.extent, 2, axis=0),
+                       split if same and np.array_equal(piece_len, cell) else None)
+    del split, x0, y0, x1, y1, owner, side
+    order = _by_pair(f_owner[parent], f_side[parent], n)
     parent = parent[order]
-    pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], owner[parent])
-    query_group = 2 * pieces.pair + 1 - side[parent]
-    del px0, py0, px1, py1, order, parent, owner, side, seg_len
-    length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
-    first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[pieces.pair], diag[pieces.pair])
-    rows, kept = _initial_candidates(grid, bounds, pieces, length, query_group, first_radius, diag)
-    del grid, query_group, length, first_radius
-    pieces = pieces[kept]
-    del kept
-    return _refine(bounds, pieces, rows, delta, n)
+    pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
+    query_group = 2 * pieces.pair + 1 - f_side[parent]
+    del px0, py0, px1, py1, order, parent, f_owner, f_side, fx0, fy0, fx1, fy1
+
+    integral, h_low = np.zeros(n), np.zeros(n)
+    for start in range(0, len(pieces.pair), _PIECE_BLOCK):
+        block = slice(start, start + _PIECE_BLOCK)
+        part = _Pieces(pieces.x0[block], pieces.y0[block], pieces.x1[block], pieces.y1[block],
+                       pieces.pair[block])
+        length = hypot(part.x1 - part.x0, part.y1 - part.y0)
+        first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[part.pair],
+                                  frames.diag[part.pair])
+        rows, kept = _initial_candidates(grid, bounds, part, length, query_group[block],
+                                         first_radius, frames.diag)
+        del length, first_radius
+        integral += _refine(bounds, part[kept], rows, delta, n, h_low)
+    return integral, h_low
 
 
 def _by_pair(owner: np.ndarray, side: np.ndarray, n: int) -> np.ndarray:
@@ -637,8 +822,7 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
     found: list[_Rows] = []  # each piece's rows come from one round, grouped by piece
     while len(pending):
         again = []
-        for start in range(0, len(pending), _SEARCH_BATCH):
-            pp = pending[start:start + _SEARCH_BATCH]
+        for pp in _search_batches(grid, pieces, query_group, radius, pending):
             rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp)
             if rows is not None:
                 found.append(rows)
@@ -666,6 +850,39 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
                 part.seg, part.d0, part.d1, part.dmin)
     rows.piece = group_ids(counts[kept])
     return rows, kept
+
+
+def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
+    """The pieces ``pending`` (increasing positions) in consecutive batches whose search
+    scans at most ``_ROW_BUDGET`` rows of cells and gathers at most ``_ROW_BUDGET`` rows (a
+    batch holds one piece at least): counted before anything is gathered."""
+    for start in range(0, len(pending), _SEARCH_BATCH):
+        pp = pending[start:start + _SEARCH_BATCH]
+        r = radius[pp]
+        x0, x1, y0, y1 = pieces.x0[pp], pieces.x1[pp], pieces.y0[pp], pieces.y1[pp]
+        bx0, bx1 = np.minimum(x0, x1) - r, np.maximum(x0, x1) + r
+        by0, by1 = np.minimum(y0, y1) - r, np.maximum(y0, y1) + r
+        group = query_group[pp]
+        for a, b in _budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
+            found = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b])
+            if b - a == len(pp) and found.sum() <= _ROW_BUDGET:
+                yield pp
+                continue
+            for c, d in _budget_splits(found, _ROW_BUDGET):
+                yield pp[a + c:a + d]
+
+
+def _budget_splits(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges [a, b) of positions whose total ``cost`` is at most ``budget``, or
+    of one position when that alone exceeds it."""
+    total = np.cumsum(cost)
+    splits, a = [], 0
+    while a < len(cost):
+        before = total[a - 1] if a else 0
+        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
+        splits.append((a, b))
+        a = b
+    return splits
 
 
 def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp):
@@ -730,7 +947,7 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
     return rows, pp[retry]
 
 
-def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
+def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
     """Integrate and maximise the distance over every piece, halving pieces where needed.
 
     On a piece the distance to the other boundary is min_t f_t over its candidate segments t
@@ -742,11 +959,12 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
 
     Pieces stay sorted by pair and rows grouped by piece (children replace their parent in
     place), so per-pair and per-piece reductions are ``reduceat`` calls.
-    Returns (integral, maximum) per pair.
+    ``h_low`` (float array, shape (n,)): the largest lower bound of each pair's Hausdorff
+    distance found so far, raised in place by the maxima found here. Returns the integral
+    per pair.
     """
     n_seg = bounds.n
     integral = np.zeros(n)
-    h_low = np.zeros(n)  # the largest lower bound of the Hausdorff distance found so far
     while len(pieces.pair):
         length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
         frame = _row_frames(bounds, pieces, length, rows)
@@ -809,7 +1027,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         parent_rows = many_rows[row_split]
         parent_rows.piece = (np.cumsum(~done) - 1)[parent_rows.piece]
         pieces, rows = _halve(bounds, pieces[many[~done]], parent_rows, d_mid[row_split])
-    return integral, h_low
+    return integral
 
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
