@@ -57,8 +57,8 @@ def staircase_square(side: float, angle_deg: float, pixel: float, shift_px: int 
         x = np.where((t >= 0) & (t <= 1), x0 + t * (x1 - x0), np.nan)
         xs.append(x)
     xs = np.array(xs)
-    lo = np.nanmin(xs, axis=0)
-    hi = np.nanmax(xs, axis=0)
+    lo = np.where(np.isnan(xs), np.inf, xs).min(axis=0)
+    hi = np.where(np.isnan(xs), -np.inf, xs).max(axis=0)
     i_lo = np.ceil(lo / pixel - 0.5)
     i_hi = np.floor(hi / pixel - 0.5)
     ok = i_hi >= i_lo
@@ -82,7 +82,7 @@ def make_pair(shape: str, n: int):
     if shape == "circle":
         return regular_polygon(n, 1000.0), regular_polygon(n, 1000.0, 100.0, 0.0)
     if shape == "staircase":
-        side = n / 11.0  # about 11 vertices per metre of side at 30° and 0.5 m pixels
+        side = n / 8.0  # about 8 vertices per metre of side at 30° and 0.5 m pixels
         return (staircase_square(side, 30.0, 0.5), staircase_square(side, 30.0, 0.5, 1))
     raise ValueError(f"unknown shape {shape!r}")
 

@@ -286,6 +286,7 @@ def matched_distances_in_utm(
     predicted_index,
     spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: ProgressCallback | None = None,
+    describe_pairs=None,
 ) -> PairDistances:
     """Boundary distances of matched pairs, both polygons in the reference field's UTM zone.
 
@@ -295,6 +296,7 @@ def matched_distances_in_utm(
             pair's polygons in the two layers.
         spacing_m: Δ in metres (> 0), or None for automatic, see ``pair_boundary_distances``.
         progress: optional callable(fraction done), see ``pair_boundary_distances``.
+        describe_pairs: optional, see ``pair_boundary_distances``.
 
     Returns:
         PairDistances. A pair whose reference has no zone (zone 0 with a CRS) or whose
@@ -319,7 +321,8 @@ def matched_distances_in_utm(
         for code in np.unique(zones):
             sel = np.flatnonzero(zones == code)
             pred_geoms[sel] = predicted.in_zone(pi[sel], int(code)) if code else None
-    haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress)
+    haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress,
+                                                  describe_pairs)
     return PairDistances(haus, mean, spacing, zones)
 
 
@@ -391,6 +394,8 @@ def pair_boundary_distances(
             ``max(1 m, perimeter / 1000)`` per boundary.
         progress: optional callable(fraction done in [0, 1]), called from the calling thread
             after each chunk of pairs; it may raise (``progress.EvaluationCanceled``) to stop.
+        describe_pairs: optional callable(int array of pair positions) -> str naming those
+            pairs' features, for the message of the memory check.
 
     Returns:
         ``(hausdorff_m, mean_distance_m, spacing_m)``: float arrays, shape (n_pairs,). NaN for
@@ -399,6 +404,9 @@ def pair_boundary_distances(
     Raises:
         ValueError: arrays of different shapes, or ``spacing_m`` not a positive finite number
             or None.
+        memory.InsufficientMemoryError: before any work, when the largest chunks of pairs
+            that run together would need more memory than is available
+            (``memory.available_bytes``); the message names the largest pairs.
 
     Source: agribound seed (../shared/seeds/agribound_evaluation.txt), hausdorff_m and
     boundary_mean_distance_m of the per-field table.

@@ -671,7 +671,10 @@ def _boundary_metrics(
     def distances_of_matches(advance):
         return matched_distances_in_utm(
             ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m,
-            progress=advance,
+            progress=advance, describe_pairs=lambda k: ", ".join(
+                f"reference row {ref.keep[matched[i]]} / predicted row "
+                f"{pred.keep[tables.matched_pred[matched[i]]]}" for i in k
+            ),
         )
 
     if tolerance_m is None:
