@@ -91,6 +91,11 @@ _COARSE_GAIN = 0.5
 _COARSE_FRACTION = 1.0 / 32.0
 _COARSE_DELTA = 0.75
 
+#: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most this long in
+#: CRS units, so that the scale factor changes by less than 2e-4 along one (its relative
+#: gradient is below 1 / Earth radius per CRS unit in the CRSs used there).
+_SCALED_PIECE = 1000.0
+
 #: Absolute slack, relative to a pair's extent, under which two distances count as equal when
 #: candidates are discarded (discarding fewer candidates is always safe).
 _SLACK = 1e-9
@@ -352,6 +357,7 @@ def pair_boundary_distances(
     spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: ProgressCallback | None = None,
     describe_pairs=None,
+    scale=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hausdorff distance and symmetric mean distance between the boundaries of each pair.
 
@@ -396,6 +402,10 @@ def pair_boundary_distances(
             after each chunk of pairs; it may raise (``progress.EvaluationCanceled``) to stop.
         describe_pairs: optional callable(int array of pair positions) -> str naming those
             pairs' features, for the message of the memory check.
+        scale: optional callable(x, y) -> float array: the local scale factor k (>= 1) of a
+            conformal CRS the pairs are in. Each piece's distances are then divided by k at its
+            middle, and its length too (pieces at most ``_SCALED_PIECE`` long): metres on the
+            ellipsoid to first order (see ``wide.py`` for the bound).
 
     Returns:
         ``(hausdorff_m, mean_distance_m, spacing_m)``: float arrays, shape (n_pairs,). NaN for
@@ -438,13 +448,12 @@ def pair_boundary_distances(
         if not ok.all():
             seg_r, seg_p = seg_r.select(ok), seg_p.select(ok)
         m = hi - lo
-        len_r = np.bincount(seg_r.owner, weights=seg_r.length, minlength=m)
-        len_p = np.bincount(seg_p.owner, weights=seg_p.length, minlength=m)
+        len_r, len_p = _lengths(seg_r, m, scale), _lengths(seg_p, m, scale)
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
         target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
                                                      delta)
         integral, hmax = _pair_distances(seg_r, seg_p, np.where(coarse, _COARSE_DELTA, 1.0)
-                                         * delta, target_r, target_p)
+                                         * delta, target_r, target_p, scale)
         # Distances to a target simplified within ε are within ε of the exact ones: lowered
         # by ε, the Hausdorff distance is never above the exact one.
         hmax = np.where(coarse, np.maximum(hmax - _COARSE_FRACTION * delta, 0.0), hmax)
@@ -455,6 +464,17 @@ def pair_boundary_distances(
 
     run_chunks(run, chunks, progress)
     return hausdorff, mean, spacing
+
+
+def _lengths(seg: Segments, m: int, scale=None) -> np.ndarray:
+    """Boundary length of each of m owners; with ``scale``, in metres: each piece of at most
+    ``_SCALED_PIECE`` divided by the scale factor at its middle."""
+    if scale is None:
+        return np.bincount(seg.owner, weights=seg.length, minlength=m)
+    x0, y0, x1, y1, parent, _ = split_segments(seg.x0, seg.y0, seg.x1, seg.y1,
+                                               np.full(seg.n, _SCALED_PIECE))
+    k = scale(0.5 * (x0 + x1), 0.5 * (y0 + y1))
+    return np.bincount(seg.owner[parent], weights=hypot(x1 - x0, y1 - y0) / k, minlength=m)
 
 
 def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
@@ -488,18 +508,20 @@ def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
 
 @dataclass
 class _Pieces:
-    """Pieces of boundary, sorted by pair: from (x0, y0) to (x1, y1)."""
+    """Pieces of boundary, sorted by pair: from (x0, y0) to (x1, y1); ``weight``: None, or
+    metres per CRS unit on each piece (1 / the local scale factor of a conformal CRS)."""
 
     x0: np.ndarray
     y0: np.ndarray
     x1: np.ndarray
     y1: np.ndarray
     pair: np.ndarray
+    weight: np.ndarray | None = None
 
     def __getitem__(self, index) -> _Pieces:
         index = _positions(index)
         return _Pieces(self.x0[index], self.y0[index], self.x1[index], self.y1[index],
-                       self.pair[index])
+                       self.pair[index], None if self.weight is None else self.weight[index])
 
 
 @dataclass
@@ -695,14 +717,14 @@ def _framed_segments(seg_r: Segments, seg_p: Segments, frames: _PairFrames):
 
 def _pair_distances(
     seg_r: Segments, seg_p: Segments, delta: np.ndarray,
-    target_r: Segments | None = None, target_p: Segments | None = None,
+    target_r: Segments | None = None, target_p: Segments | None = None, scale=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
 
     ``seg_r``, ``seg_p``: segments of the chunk's pairs (owner = pair, 0..n-1; a pair present
     in one is present in both), integrated; ``target_r``, ``target_p``: the segments the
-    distances are measured to (default: the same); ``delta``: float array, shape (n,). Pairs
-    without segments get 0.
+    distances are measured to (default: the same); ``delta``: float array, shape (n,);
+    ``scale``: see ``pair_boundary_distances``. Pairs without segments get 0.
 
     Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
     cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
@@ -727,6 +749,8 @@ def _pair_distances(
 
     # Pieces: the integrated boundaries cut into pieces of bounded length, sorted by pair.
     piece_len = np.maximum(_PIECE_FACTOR * mean_len, cell)
+    if scale is not None:
+        piece_len = np.minimum(piece_len, _SCALED_PIECE)
     if same:
         fx0, fy0, fx1, fy1, f_owner, f_side = x0, y0, x1, y1, owner, side
     else:
@@ -746,12 +770,14 @@ def _pair_distances(
     pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
     query_group = 2 * pieces.pair + 1 - f_side[parent]
     del px0, py0, px1, py1, order, parent, f_owner, f_side, fx0, fy0, fx1, fy1
+    if scale is not None:
+        pieces.weight = 1.0 / scale(0.5 * (pieces.x0 + pieces.x1) + frames.lo_x[pieces.pair],
+                                    0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
 
     integral, h_low = np.zeros(n), np.zeros(n)
     for start in range(0, len(pieces.pair), _PIECE_BLOCK):
         block = slice(start, start + _PIECE_BLOCK)
-        part = _Pieces(pieces.x0[block], pieces.y0[block], pieces.x1[block], pieces.y1[block],
-                       pieces.pair[block])
+        part = pieces[np.arange(len(pieces.pair))[block]]
         length = hypot(part.x1 - part.x0, part.y1 - part.y0)
         first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[part.pair],
                                   frames.diag[part.pair])
@@ -992,7 +1018,8 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
         first = starts[sp]
         piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
         piece_max = np.maximum(rows.d0[first], rows.d1[first])
-        _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n)
+        _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n,
+             None if pieces.weight is None else pieces.weight[sp])
 
         # A few functions: cut where they cross, then as above. Pieces with the same number of
         # rows go together, as (rows, pieces) arrays; few pieces (after halving) go at once,
@@ -1010,7 +1037,8 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
                 at = starts[few] + np.minimum(np.arange(width)[:, None], n_rows[few] - 1)
                 few_integral, few_max = _envelope(length[few], np.take(frame, at, axis=1),
                                                   fid[at])
-                _add(integral, h_low, pieces.pair[few], few_integral, few_max, n)
+                _add(integral, h_low, pieces.pair[few], few_integral, few_max, n,
+                     None if pieces.weight is None else pieces.weight[few])
 
         # More: bracket, finish the pieces whose brackets meet the bounds, halve the others.
         many = np.flatnonzero(~exact)
@@ -1022,10 +1050,15 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
         many_frame = np.take(frame, in_many, axis=1)
         pair = pieces.pair[many]
         lo, hi, max_lo, max_hi, d_mid = _piece_bounds(length[many], many_rows, many_frame)
+        many_length = length[many]
+        if pieces.weight is not None:  # in metres
+            w = pieces.weight[many]
+            lo, hi, many_length = lo * (w * w), hi * (w * w), many_length * w
+            max_lo, max_hi = max_lo * w, max_hi * w
         _raise_max(h_low, pair, max_lo)
         dl = delta[pair]
-        done = (length[many] <= dl) | (
-            (hi - lo <= 0.5 * length[many] * dl)
+        done = (many_length <= dl) | (
+            (hi - lo <= 0.5 * many_length * dl)
             & (max_hi <= np.maximum(max_lo, h_low[pair]) + 0.5 * dl)
         )
         integral += np.bincount(pair[done], weights=0.5 * (lo + hi)[done], minlength=n)
@@ -1083,7 +1116,10 @@ def _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1, limit):
     return out
 
 
-def _add(integral, h_low, pair, piece_integral, piece_max, n):
+def _add(integral, h_low, pair, piece_integral, piece_max, n, weight=None):
+    if weight is not None:  # CRS units to metres: distance times length, distance
+        piece_integral = piece_integral * (weight * weight)
+        piece_max = piece_max * weight
     integral += np.bincount(pair, weights=piece_integral, minlength=n)
     _raise_max(h_low, pair, piece_max)
 
@@ -1398,7 +1434,8 @@ def _halve(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, d_mid):
     k = len(pieces.pair)
     mx, my = 0.5 * (pieces.x0 + pieces.x1), 0.5 * (pieces.y0 + pieces.y1)
     children = _Pieces(np.empty(2 * k), np.empty(2 * k), np.empty(2 * k), np.empty(2 * k),
-                       np.repeat(pieces.pair, 2))
+                       np.repeat(pieces.pair, 2),
+                       None if pieces.weight is None else np.repeat(pieces.weight, 2))
     children.x0[0::2], children.x0[1::2] = pieces.x0, mx
     children.y0[0::2], children.y0[1::2] = pieces.y0, my
     children.x1[0::2], children.x1[1::2] = mx, pieces.x1
