@@ -41,6 +41,7 @@ from .segments import (
     segment_distance,
     split_segments,
 )
+from .wide import method_label, scale_factor, to_conformal, wide_pairs
 
 #: Default sample spacing Δ in metres (``boundary_sample_spacing_m``).
 BOUNDARY_SAMPLE_SPACING_M = 1.0
@@ -276,12 +277,16 @@ class PairDistances:
         mean_distance_m: symmetric mean boundary distance.
         spacing_m: the spacing Δ of each pair's error bounds.
         epsg: int64 UTM zone of each pair (the reference field's; 0 in planar space).
+        distance_crs: object array of str: where each pair was measured, "EPSG:326zz" (its
+            UTM zone), a scale-corrected conformal CRS for a pair wider than a zone or beyond
+            ±80° (``wide.py``), "" in planar space or without distances.
     """
 
     hausdorff_m: np.ndarray
     mean_distance_m: np.ndarray
     spacing_m: np.ndarray
     epsg: np.ndarray
+    distance_crs: np.ndarray | None = None
 
 
 def matched_distances_in_utm(
@@ -305,7 +310,10 @@ def matched_distances_in_utm(
 
     Returns:
         PairDistances. A pair whose reference has no zone (zone 0 with a CRS) or whose
-        geometries are missing, empty or not finite in the zone gets NaN.
+        geometries are missing, empty or not finite in the zone gets NaN. A pair whose
+        longitudes span more than a UTM zone (6°) or that reaches beyond ±80° is measured in a
+        conformal CRS corrected by its local scale factor instead (``wide.py``), in metres on
+        the WGS 84 ellipsoid to 0.1 % for distances up to about 12 km.
 
     Raises:
         ValueError: bad ``spacing_m``, index arrays of different shapes, one layer planar and
@@ -320,15 +328,31 @@ def matched_distances_in_utm(
         raise ValueError("reference_index and predicted_index must have the same shape")
     check_same_space(reference, predicted)
     zones = reference.epsg[ri]
-    ref_geoms = reference.local[ri]
+    ref_geoms = reference.local[ri].copy()
     pred_geoms = predicted.local[pi].copy()
+    labels = np.full(len(ri), "", dtype=object)
+    wide = np.zeros(len(ri), dtype=bool)
     if reference.crs is not None:
+        wide, proj4 = wide_pairs(reference.source[ri], reference.crs, predicted.source[pi],
+                                 predicted.crs)
+        ref_geoms[wide] = None
+        pred_geoms[wide] = None
         for code in np.unique(zones):
-            sel = np.flatnonzero(zones == code)
+            sel = np.flatnonzero((zones == code) & ~wide)
             pred_geoms[sel] = predicted.in_zone(pi[sel], int(code)) if code else None
+            labels[sel] = f"EPSG:{int(code)}" if code else ""
     haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress,
                                                   describe_pairs)
-    return PairDistances(haus, mean, spacing, zones)
+    for crs in np.unique(proj4[wide]) if wide.any() else []:
+        sel = np.flatnonzero(wide & (proj4 == crs))
+        haus[sel], mean[sel], spacing[sel] = pair_boundary_distances(
+            to_conformal(reference.source[ri[sel]], reference.crs, crs),
+            to_conformal(predicted.source[pi[sel]], predicted.crs, crs), spacing_m,
+            describe_pairs=None if describe_pairs is None else lambda k: describe_pairs(sel[k]),
+            scale=scale_factor(crs),
+        )
+        labels[sel] = method_label(crs)
+    return PairDistances(haus, mean, spacing, zones, labels)
 
 
 def check_same_space(a: ZonedLayer, b: ZonedLayer) -> None:
