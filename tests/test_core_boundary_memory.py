@@ -200,3 +200,26 @@ def test_evaluate_names_the_stage_and_the_rows(monkeypatch):
     with pytest.raises(InsufficientMemoryError,
                        match=r"boundary distances: .*reference row 1 / predicted row 0"):
         evaluate([shapely.box(0, 0, 10, 10.5)], [None, square])
+
+
+def test_tolerance_lengths_do_not_depend_on_the_candidate_budget(monkeypatch):
+    """Candidates counted and gathered in small batches give the same lengths (the batches
+    only bound the memory)."""
+    from iou_evaluation.core import tolerance
+
+    a = np.array([regular_polygon(3_000, 1000.0), shapely.box(0, 0, 50, 50)])
+    b = np.array([regular_polygon(2_000, 1000.0, 3.0), shapely.box(0.5, 0.2, 50, 49)])
+    before = tolerance.boundary_within_tolerance(a, b, 5.0)
+    monkeypatch.setattr(tolerance, "_CANDIDATE_BUDGET", 500)
+    after = tolerance.boundary_within_tolerance(a, b, 5.0)
+    np.testing.assert_allclose(after, before, rtol=1e-12)
+
+
+def test_tolerance_memory_check_names_the_stage(monkeypatch):
+    from iou_evaluation.core import tolerance
+
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1")
+    with pytest.raises(InsufficientMemoryError, match="boundary lengths within the tolerance: "
+                       "the polygons near one tile"):
+        tolerance.boundary_within_tolerance(np.array([shapely.box(0, 0, 1, 1)]),
+                                            np.array([shapely.box(0, 0, 1, 2)]), 1.0)
