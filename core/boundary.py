@@ -81,7 +81,7 @@ _ROW_BUDGET = 1_000_000
 
 #: Bytes per vertex of a chunk held while it is measured (its segments, pieces and their
 #: frames), and the working memory of a stage beyond that, for the memory check.
-_BYTES_PER_VERTEX = 400
+_BYTES_PER_VERTEX = 300
 _WORKING_BYTES = 256 * 2**20
 
 #: Pairs with more segments than this are measured against simplified boundaries (the
@@ -487,8 +487,12 @@ def pair_boundary_distances(
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
         target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
                                                      delta)
-        integral, hmax = _pair_distances(seg_r, seg_p, np.where(coarse, _COARSE_DELTA, 1.0)
-                                         * delta, target_r, target_p, scale)
+        # Handed over in a list that _pair_distances empties: the segments are freed once
+        # they are framed (for a large pair, a third of the memory).
+        segments = [seg_r, seg_p, target_r, target_p]
+        del seg_r, seg_p, target_r, target_p
+        integral, hmax = _pair_distances(segments, np.where(coarse, _COARSE_DELTA, 1.0)
+                                         * delta, scale)
         # Distances to a target simplified within ε are within ε of the exact ones: lowered
         # by ε, the Hausdorff distance is never above the exact one.
         hmax = np.where(coarse, np.maximum(hmax - _COARSE_FRACTION * delta, 0.0), hmax)
@@ -751,28 +755,32 @@ def _framed_segments(seg_r: Segments, seg_p: Segments, frames: _PairFrames):
 
 
 def _pair_distances(
-    seg_r: Segments, seg_p: Segments, delta: np.ndarray,
-    target_r: Segments | None = None, target_p: Segments | None = None, scale=None,
+    segments: list, delta: np.ndarray, scale=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
 
-    ``seg_r``, ``seg_p``: segments of the chunk's pairs (owner = pair, 0..n-1; a pair present
-    in one is present in both), integrated; ``target_r``, ``target_p``: the segments the
-    distances are measured to (default: the same); ``delta``: float array, shape (n,);
-    ``scale``: see ``pair_boundary_distances``. Pairs without segments get 0.
+    ``segments``: a list ``[seg_r, seg_p, target_r, target_p]``, emptied here (so that the
+    segments are freed once framed): ``seg_r``, ``seg_p`` the segments of the chunk's pairs
+    (owner = pair, 0..n-1; a pair present in one is present in both), integrated;
+    ``target_r``, ``target_p`` the segments the distances are measured to (the same objects
+    when not simplified). ``delta``: float array, shape (n,); ``scale``: see
+    ``pair_boundary_distances``. Pairs without segments get 0.
 
     Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
     cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
     by pair; then, block by block of pieces, the candidate search and the integration.
     """
     n = len(delta)
-    target_r = seg_r if target_r is None else target_r
-    target_p = seg_p if target_p is None else target_p
+    seg_r, seg_p, target_r, target_p = segments
+    segments.clear()
     if seg_r.n == 0 or seg_p.n == 0 or target_r.n == 0 or target_p.n == 0:
         return np.zeros(n), np.zeros(n)
     frames = _pair_frames(seg_r, seg_p, n)
     same = target_r is seg_r and target_p is seg_p
     xy, owner, side, nxt, prv, seg_len = _framed_segments(target_r, target_p, frames)
+    del target_r, target_p
+    if same:
+        del seg_r, seg_p
     x0, y0, x1, y1 = xy
     n_segs = np.bincount(owner, minlength=n)
     mean_len = np.bincount(owner, weights=seg_len, minlength=n) / np.maximum(n_segs, 1)
@@ -790,6 +798,7 @@ def _pair_distances(
         fx0, fy0, fx1, fy1, f_owner, f_side = x0, y0, x1, y1, owner, side
     else:
         (fx0, fy0, fx1, fy1), f_owner, f_side = _framed_segments(seg_r, seg_p, frames)[:3]
+        del seg_r, seg_p
     split = split_segments(fx0, fy0, fx1, fy1, piece_len[f_owner])
     px0, py0, px1, py1, parent, _ = split
     # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones. The
@@ -800,11 +809,15 @@ def _pair_distances(
                        np.zeros((2 * n, 2)), np.repeat(frames.extent, 2, axis=0),
                        split if same and np.array_equal(piece_len, cell) else None)
     del split, x0, y0, x1, y1, owner, side
-    order = _by_pair(f_owner[parent], f_side[parent], n)
-    parent = parent[order]
-    pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
+    if n == 1:  # one pair: already in order (reference pieces, then predicted ones)
+        pieces = _Pieces(px0, py0, px1, py1, f_owner[parent])
+    else:
+        order = _by_pair(f_owner[parent], f_side[parent], n)
+        parent = parent[order]
+        pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
+        del order
     query_group = 2 * pieces.pair + 1 - f_side[parent]
-    del px0, py0, px1, py1, order, parent, f_owner, f_side, fx0, fy0, fx1, fy1
+    del px0, py0, px1, py1, parent, f_owner, f_side, fx0, fy0, fx1, fy1
     if scale is not None:
         pieces.weight = 1.0 / scale(0.5 * (pieces.x0 + pieces.x1) + frames.lo_x[pieces.pair],
                                     0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
