@@ -12,6 +12,7 @@ what it was before the stage, and the wall time. Cases:
   chosen for about n vertices.
 
 Usage: python bench/boundary_memory.py [--sizes 10000 100000 1000000] [--shapes circle staircase]
+       [--qgis-process]  (each pair end to end through qgis_process, defaults, every output)
 """
 
 from __future__ import annotations
@@ -107,14 +108,87 @@ def measure(shape: str, n: int) -> dict:
             "hausdorff_m": float(haus[0]), "mean_distance_m": float(mean[0])}
 
 
+QGIS_PROCESS = "/usr/bin/qgis_process.bin"  # /usr/bin/qgis_process passes a flag 3.22 rejects
+
+
+def write_pair_gpkg(path: str, ref, pred) -> None:
+    """One GeoPackage, layers ``reference`` and ``predicted`` of one polygon each, no CRS."""
+    from osgeo import ogr
+
+    driver = ogr.GetDriverByName("GPKG")
+    ds = driver.CreateDataSource(path)
+    for name, geom in (("reference", ref), ("predicted", pred)):
+        layer = ds.CreateLayer(name, None, ogr.wkbPolygon)
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkb(shapely.to_wkb(geom)))
+        layer.CreateFeature(feature)
+    ds = None
+
+
+def run_qgis_process(shape: str, n: int) -> dict:
+    """The pair end to end through ``qgis_process`` (defaults, every output), in a throw-away
+    profile: wall time and the peak resident memory of the qgis_process process."""
+    import tempfile
+
+    ref, pred = make_pair(shape, n)
+    with tempfile.TemporaryDirectory() as tmp:
+        gpkg = os.path.join(tmp, "pair.gpkg")
+        write_pair_gpkg(gpkg, ref, pred)
+        del ref, pred
+        plugins = os.path.join(tmp, "plugins")
+        os.makedirs(plugins)
+        os.symlink(ROOT, os.path.join(plugins, "iou_evaluation"))
+        site = os.path.dirname(os.path.dirname(os.path.abspath(shapely.__file__)))
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QGIS_PLUGINPATH": plugins,
+               "QGIS_CUSTOM_CONFIG_PATH": os.path.join(tmp, "profile"),
+               "PYTHONPATH": os.pathsep.join([site, os.environ.get("PYTHONPATH", "")])}
+        os.makedirs(env["QGIS_CUSTOM_CONFIG_PATH"])
+        subprocess.run([QGIS_PROCESS, "plugins", "enable", "iou_evaluation"], env=env,
+                       check=True, capture_output=True)
+        outputs = {"TRUE_POSITIVES": "tp.gpkg", "FALSE_POSITIVES": "fp.gpkg",
+                   "FALSE_NEGATIVES": "fn.gpkg", "PER_FIELD": "per_field.csv",
+                   "REPORT_JSON": "report.json", "REPORT_HTML": "report.html"}
+        args = [QGIS_PROCESS, "run", "ioueval:evaluatepolygons", "--json", "--",
+                f"PREDICTED={gpkg}|layername=predicted", f"REFERENCE={gpkg}|layername=reference"]
+        args += [f"{k}={os.path.join(tmp, v)}" for k, v in outputs.items()]
+        t0 = time.perf_counter()
+        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        with open(os.path.join(tmp, "report.json"), encoding="utf-8") as f:
+            metrics = json.load(f)["metrics"]
+        import csv
+        with open(os.path.join(tmp, "per_field.csv"), encoding="utf-8") as f:
+            row = next(csv.DictReader(f))
+    return {"shape": shape, "n": n, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
+            "iou": float(row["iou"]), "hausdorff_m": float(row["hausdorff_m"]),
+            "mean_distance_m": float(row["boundary_mean_distance_m"]),
+            "count_tp": metrics["count_tp"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--shapes", nargs="+", default=["circle", "staircase"])
+    parser.add_argument("--qgis-process", action="store_true",
+                        help="run each pair end to end through qgis_process instead")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.one[0], int(args.one[1]))))
+        return
+    if args.qgis_process:
+        print("| shape | n per polygon | qgis_process s | peak RSS MB | IoU | Hausdorff m "
+              "| mean distance m | TP |")
+        print("|---|---|---|---|---|---|---|---|")
+        for shape in args.shapes:
+            for n in args.sizes:
+                r = run_qgis_process(shape, n)
+                print(f"| {shape} | {n} | {r['seconds']} | {r['peak_rss_mb']} | {r['iou']:.10f} "
+                      f"| {r['hausdorff_m']:.6f} | {r['mean_distance_m']:.6f} "
+                      f"| {r['count_tp']} |", flush=True)
         return
     print("| shape | n | vertices (both) | time s | traced peak MB | RSS growth MB "
           "| Hausdorff m | mean distance m |")
