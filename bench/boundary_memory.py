@@ -12,6 +12,7 @@ what it was before the stage, and the wall time. Cases:
   chosen for about n vertices.
 
 Usage: python bench/boundary_memory.py [--sizes 10000 100000 1000000] [--shapes circle staircase]
+       [--tolerance 1]   (the lengths within a tolerance of 1 m instead, both ways)
        [--qgis-process]  (each pair end to end through qgis_process, defaults, every output)
 """
 
@@ -88,24 +89,32 @@ def make_pair(shape: str, n: int):
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def measure(shape: str, n: int) -> dict:
+def measure(shape: str, n: int, tolerance_m: float = 0.0) -> dict:
+    """The boundary distances of the pair (or with ``tolerance_m`` > 0 the lengths of both
+    boundaries within it of the other, ``core.tolerance``), measured."""
     sys.path.insert(0, ROOT)
     from core.boundary import pair_boundary_distances
+    from core.tolerance import boundary_within_tolerance
 
     ref, pred = make_pair(shape, n)
     vertices = int(shapely.get_num_coordinates(ref) + shapely.get_num_coordinates(pred))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     t0 = time.perf_counter()
-    haus, mean, spacing = pair_boundary_distances(np.array([ref]), np.array([pred]), 1.0)
+    if tolerance_m > 0:
+        haus = boundary_within_tolerance(np.array([ref]), np.array([pred]), tolerance_m)[0]
+        mean = boundary_within_tolerance(np.array([pred]), np.array([ref]), tolerance_m)[0]
+    else:
+        haus, mean, spacing = pair_boundary_distances(np.array([ref]), np.array([pred]), 1.0)
     seconds = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    haus, mean = np.ravel(haus)[0], np.ravel(mean)[0]
     return {"shape": shape, "n": n, "vertices": vertices, "seconds": round(seconds, 2),
             "traced_peak_mb": round(peak / 2**20, 1),
             "rss_growth_mb": round((rss_after - rss_before) / 1024, 1),
-            "hausdorff_m": float(haus[0]), "mean_distance_m": float(mean[0])}
+            "hausdorff_m": float(haus), "mean_distance_m": float(mean)}
 
 
 QGIS_PROCESS = "/usr/bin/qgis_process.bin"  # /usr/bin/qgis_process passes a flag 3.22 rejects
@@ -174,10 +183,12 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=["circle", "staircase"])
     parser.add_argument("--qgis-process", action="store_true",
                         help="run each pair end to end through qgis_process instead")
-    parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--tolerance", type=float, default=0.0,
+                        help="measure the lengths within this tolerance (m) instead")
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one[0], int(args.one[1]))))
+        print(json.dumps(measure(args.one[0], int(args.one[1]), float(args.one[2]))))
         return
     if args.qgis_process:
         print("| shape | n per polygon | qgis_process s | peak RSS MB | IoU | Hausdorff m "
@@ -190,19 +201,22 @@ def main() -> None:
                       f"| {r['hausdorff_m']:.6f} | {r['mean_distance_m']:.6f} "
                       f"| {r['count_tp']} |", flush=True)
         return
-    print("| shape | n | vertices (both) | time s | traced peak MB | RSS growth MB "
-          "| Hausdorff m | mean distance m |")
+    what = ("reference within m | predicted within m" if args.tolerance > 0
+            else "Hausdorff m | mean distance m")
+    print(f"| shape | n | vertices (both) | time s | traced peak MB | RSS growth MB | {what} |")
     print("|---|---|---|---|---|---|---|---|")
     for shape in args.shapes:
         for n in args.sizes:
-            out = subprocess.run([sys.executable, __file__, "--one", shape, str(n)],
+            out = subprocess.run([sys.executable, __file__, "--one", shape, str(n),
+                                  str(args.tolerance)],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"| {shape} | {n} | failed: {out.stderr.strip().splitlines()[-1:]} |")
                 continue
             r = json.loads(out.stdout)
             print(f"| {shape} | {n} | {r['vertices']} | {r['seconds']} | {r['traced_peak_mb']} "
-                  f"| {r['rss_growth_mb']} | {r['hausdorff_m']:.6f} | {r['mean_distance_m']:.6f} |",
+                  f"| {r['rss_growth_mb']} | {float(r['hausdorff_m']):.6f} "
+                  f"| {float(r['mean_distance_m']):.6f} |",
                   flush=True)
 
 
