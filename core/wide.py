@@ -46,6 +46,11 @@ _BOX_POINTS = 8
 
 _WGS84 = pyproj.CRS("EPSG:4326")
 
+#: Geometries smaller than this (metres, in their CRS) and centred within this latitude are
+#: neither wide nor polar (6° of longitude at 70° are 228 km): not looked at more closely.
+_SMALL_M = 50_000.0
+_LOW_LATITUDE_DEG = 70.0
+
 
 def lonlat_extent(geometries, crs: pyproj.CRS) -> np.ndarray:
     """Longitude span, its middle, and the least and largest latitude of each geometry,
@@ -93,6 +98,39 @@ def lonlat_extent(geometries, crs: pyproj.CRS) -> np.ndarray:
     return out
 
 
+def _lonlat_extent_of_large(geometries, crs: pyproj.CRS) -> np.ndarray:
+    """``lonlat_extent`` for the geometries that may be wide or polar; the others (smaller
+    than ``_SMALL_M`` and centred within ±``_LOW_LATITUDE_DEG``: less than 1.4° wide, within
+    0.5° of their centre's latitude) get a span of 0 at their centre. Only one point per
+    geometry is transformed for them (fields by the 100,000 cost nothing here)."""
+    geoms = np.asarray(geometries, dtype=object).reshape(-1)
+    out = np.full((len(geoms), 4), np.nan)
+    with np.errstate(invalid="ignore"):
+        bounds = shapely.bounds(geoms)
+    ok = np.flatnonzero(np.isfinite(bounds).all(axis=1))
+    if len(ok) == 0:
+        return out
+    b = bounds[ok]
+    cx, cy = 0.5 * (b[:, 0] + b[:, 2]), 0.5 * (b[:, 1] + b[:, 3])
+    if crs.is_geographic:
+        lon, lat = cx, cy
+        size_m = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * 111_320.0
+    else:
+        transformer = pyproj.Transformer.from_crs(crs, _WGS84, always_xy=True)
+        lon, lat = (np.asarray(v, dtype=float) for v in transformer.transform(cx, cy,
+                                                                              errcheck=False))
+        unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+        size_m = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * (unit or 1.0)
+    with np.errstate(invalid="ignore"):
+        small = (size_m < _SMALL_M) & (np.abs(lat) < _LOW_LATITUDE_DEG)
+    out[ok[small]] = np.column_stack([np.zeros(small.sum()), lon[small], lat[small],
+                                      lat[small]])
+    large = ok[~small]
+    if len(large):
+        out[large] = lonlat_extent(geoms[large], crs)
+    return out
+
+
 def wide_pairs(reference, reference_crs: pyproj.CRS, predicted,
                predicted_crs: pyproj.CRS) -> tuple[np.ndarray, np.ndarray]:
     """Which pairs are wider than a UTM zone or reach beyond ±80°, and the CRS to measure each
@@ -105,8 +143,8 @@ def wide_pairs(reference, reference_crs: pyproj.CRS, predicted,
         ``(wide, proj4)``: bool array, shape (n,); object array of PROJ strings ("" for the
         pairs that keep their UTM zone).
     """
-    r = lonlat_extent(reference, reference_crs)
-    p = lonlat_extent(predicted, predicted_crs)
+    r = _lonlat_extent_of_large(reference, reference_crs)
+    p = _lonlat_extent_of_large(predicted, predicted_crs)
     with np.errstate(invalid="ignore"):
         lat_min = np.fmin(r[:, 2], p[:, 2])
         lat_max = np.fmax(r[:, 3], p[:, 3])
