@@ -30,6 +30,7 @@ from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
+from ..core.memory import InsufficientMemoryError
 from ..core.report import build_report, render_html, to_json_text, write_atomically
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
@@ -507,7 +508,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 )
         except EvaluationCanceled:
             return {}
-        except ValueError as exc:
+        except (ValueError, InsufficientMemoryError) as exc:
             raise QgsProcessingException(str(exc)) from exc
 
         metrics = evaluation.metrics
