@@ -160,12 +160,18 @@ def run_qgis_process(shape: str, n: int) -> dict:
         args = [QGIS_PROCESS, "run", "ioueval:evaluatepolygons", "--json", "--",
                 f"PREDICTED={gpkg}|layername=predicted", f"REFERENCE={gpkg}|layername=reference"]
         args += [f"{k}={os.path.join(tmp, v)}" for k, v in outputs.items()]
+        # Through a small Python parent that reports its child's peak resident memory (this
+        # process's RUSAGE_CHILDREN would hold the largest of every run so far).
+        measure_child = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+                         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+                         "file=sys.stderr); sys.exit(r.returncode)")
         t0 = time.perf_counter()
-        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", measure_child, *args], env=env,
+                              capture_output=True, text=True)
         seconds = time.perf_counter() - t0
         if done.returncode != 0:
             raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        peak = int(done.stderr.strip().splitlines()[-1]) / 1024
         with open(os.path.join(tmp, "report.json"), encoding="utf-8") as f:
             metrics = json.load(f)["metrics"]
         import csv
