@@ -94,9 +94,10 @@ _COARSE_FRACTION = 1.0 / 32.0
 _COARSE_DELTA = 0.75
 
 #: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most this long in
-#: CRS units, so that the scale factor changes by less than 2e-4 along one (its relative
-#: gradient is below 1 / Earth radius per CRS unit in the CRSs used there).
-_SCALED_PIECE = 1000.0
+#: CRS units: the scale factor, taken at a piece's middle, changes along it by at most
+#: g × 500 m / R (g = R |∇ln k| <= 3 for the pairs measured there: 2.4e-4), and a length
+#: measured with it at the middle is off by the square of that.
+_SCALED_PIECE = 500.0
 
 #: Absolute slack, relative to a pair's extent, under which two distances count as equal when
 #: candidates are discarded (discarding fewer candidates is always safe).
@@ -314,7 +315,8 @@ def matched_distances_in_utm(
         geometries are missing, empty or not finite in the zone gets NaN. A pair whose
         longitudes span more than a UTM zone (6°) or that reaches beyond ±80° is measured in a
         conformal CRS corrected by its local scale factor instead (``wide.py``), in metres on
-        the WGS 84 ellipsoid to 0.1 % for distances up to about 12 km.
+        the WGS 84 ellipsoid to 0.1 % (for distances up to 22 km in a pair within one
+        hemisphere; the bound is stated there).
 
     Raises:
         ValueError: bad ``spacing_m``, index arrays of different shapes, one layer planar and
