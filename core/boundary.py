@@ -83,6 +83,7 @@ _ROW_BUDGET = 1_000_000
 #: frames), and the working memory of a stage beyond that, for the memory check.
 _BYTES_PER_VERTEX = 300
 _WORKING_BYTES = 256 * 2**20
+_WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
 
 #: Pairs with more segments than this are measured against simplified boundaries (the
 #: targets of the distance), each side when that at least halves its segments: the target
@@ -524,7 +525,9 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
     if not chunks:
         return
     sizes = sorted((int(cost[lo:hi].sum()), lo, hi) for lo, hi in chunks)[-WORKERS:]
-    needed = sum(_BYTES_PER_VERTEX * size + _WORKING_BYTES for size, _, _ in sizes)
+    needed = sum(_BYTES_PER_VERTEX * size
+                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
+                 for size, _, _ in sizes)
 
     def what():
         _, lo, hi = sizes[-1]

@@ -39,7 +39,7 @@ class InsufficientMemoryError(MemoryError):
 
 
 def _mib(n: int) -> str:
-    return f"{int(n) / 2**20:,.0f}"
+    return f"{int(n) / 2**20:,.1f}"
 
 
 def available_bytes() -> int | None:

@@ -55,6 +55,7 @@ _CANDIDATE_BUDGET = 2_000_000
 #: memory check.
 _BYTES_PER_VERTEX = 400
 _WORKING_BYTES = 256 * 2**20
+_WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
 
 #: Relative slack for the box filters (of the coordinates' magnitude): they may keep a few
 #: more candidates than needed, never fewer.
@@ -311,7 +312,9 @@ def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b) -> None
                       ib[np.argsort(vb)[::-1][:3]]))
     sizes.sort(key=lambda item: item[0])
     largest = sizes[-WORKERS:]
-    needed = sum(_BYTES_PER_VERTEX * size + _WORKING_BYTES for size, _, _ in largest)
+    needed = sum(_BYTES_PER_VERTEX * size
+                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
+                 for size, _, _ in largest)
 
     def what():
         size, ia, ib = largest[-1]

@@ -169,9 +169,9 @@ def test_simplified_boundaries_stay_within_the_tolerance_both_ways():
 
 
 def test_memory_check_stops_before_the_stage_and_names_the_pairs(monkeypatch):
-    """With a fake budget of 1 MiB, the stage raises before any work, naming itself and the
+    """With a fake budget of 10 kB, the stage raises before any work, naming itself and the
     pairs (positions, or the caller's description)."""
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1")
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.01")
     a, b = regular_polygon(100, 10.0), regular_polygon(100, 10.0, 1.0)
     with pytest.raises(InsufficientMemoryError, match="boundary distances: matched pairs at "
                        "positions 0, 1 \\(354 vertices\\)"):
@@ -185,7 +185,7 @@ def test_memory_check_passes_within_the_budget(monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "2048")
     assert available_bytes() <= 2048 * 2**20
     check_memory("stage", 1024 * 2**20, "features")
-    with pytest.raises(InsufficientMemoryError, match="stage: features would need about 3,072 MB"):
+    with pytest.raises(InsufficientMemoryError, match="stage: features would need about 3,072.0 MB"):
         check_memory("stage", 3072 * 2**20, "features")
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "none")
     with pytest.raises(ValueError, match=MEMORY_LIMIT_ENV):
@@ -195,7 +195,7 @@ def test_memory_check_passes_within_the_budget(monkeypatch):
 def test_evaluate_names_the_stage_and_the_rows(monkeypatch):
     from iou_evaluation.core.evaluate import evaluate
 
-    monkeypatch.setattr(boundary, "_WORKING_BYTES", 1 << 40)
+    monkeypatch.setattr(boundary, "_BYTES_PER_VERTEX", 1 << 40)
     square = shapely.box(0, 0, 10, 10)
     with pytest.raises(InsufficientMemoryError,
                        match=r"boundary distances: .*reference row 1 / predicted row 0"):
@@ -218,7 +218,7 @@ def test_tolerance_lengths_do_not_depend_on_the_candidate_budget(monkeypatch):
 def test_tolerance_memory_check_names_the_stage(monkeypatch):
     from iou_evaluation.core import tolerance
 
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1")
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.001")
     with pytest.raises(InsufficientMemoryError, match="boundary lengths within the tolerance: "
                        "the polygons near one tile"):
         tolerance.boundary_within_tolerance(np.array([shapely.box(0, 0, 1, 1)]),

@@ -9,7 +9,7 @@ from test_provider import run, small_layers
 def test_a_run_that_would_not_fit_stops_with_a_clear_message(ioueval_provider, monkeypatch):
     from qgis.core import QgsProcessingException
 
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1")
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.001")  # 1 kB
     reference, predicted = small_layers()
     with pytest.raises(QgsProcessingException,
                        match=r"boundary distances: reference row \d+ / predicted row \d+"):
