@@ -1,0 +1,552 @@
+"""Label rasters: a predicted class raster scored against a reference class raster, streamed
+in blocks into a confusion matrix (core.confusion).
+
+Reads with GDAL (``osgeo.gdal``); never imports qgis. The reference grid is the target: every
+reference pixel takes the predicted pixel under its centre (nearest neighbour), located from
+both geotransforms and, when the CRSs differ, a pyproj transformation of the centre. Nothing is
+resampled to a file. Only reference pixels whose centre falls inside the predicted grid are
+scored; valid reference pixels outside it are counted and reported.
+
+Nodata is never guessed: a band's own nodata value (and NaN in a floating-point band) is
+nodata. A reference pixel that is nodata or carries one of the ignore values (void) is left
+out. A prediction that is nodata on a valid reference pixel counts in the NO_PREDICTION row (an
+omission, never a silent drop). Class 0 is a class like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyproj
+
+from . import confusion
+from .crs import crs_label
+from .parallel import ProgressCallback
+
+logger = logging.getLogger(__name__)
+
+#: Reference pixels per block (rows are whole lines): bounds the memory of a run whatever the
+#: raster's size (about 60 bytes per pixel of temporaries: some 120 MB at most).
+BLOCK_PIXELS = 1 << 21
+#: At most this many predicted pixels are read for one block (a much finer prediction is read
+#: in thinner blocks).
+SOURCE_WINDOW_PIXELS = 1 << 24
+
+#: Codes of the agreement raster (Byte; 0 is its nodata).
+AGREEMENT_CODES = {
+    0: "not evaluated (reference nodata or void)",
+    1: "correct",
+    2: "wrong class",
+    3: "predicted value not a class (other)",
+    4: "no prediction (prediction nodata)",
+    5: "outside the predicted raster",
+}
+
+
+@dataclass(frozen=True)
+class RasterBand:
+    """What is needed of one band of a class raster.
+
+    Attributes:
+        path: the GDAL dataset name.
+        band: band number, from 1.
+        width, height: size in pixels.
+        geotransform: GDAL's six coefficients (x0, dx/dcol, dx/drow, y0, dy/dcol, dy/drow).
+        crs: pyproj CRS, or None when the raster has none.
+        nodata: the band's nodata value, or None.
+        data_type: GDAL data type name ("Byte", "UInt16", "Float32", ...).
+        class_names: {class value: name} from the band's raster attribute table or category
+            names; empty when it has neither.
+    """
+
+    path: str
+    band: int
+    width: int
+    height: int
+    geotransform: tuple
+    crs: pyproj.CRS | None
+    nodata: float | None
+    data_type: str
+    class_names: dict = field(default_factory=dict)
+
+    @property
+    def rotated(self) -> bool:
+        return self.geotransform[2] != 0 or self.geotransform[4] != 0
+
+    def describe(self) -> dict:
+        gt = self.geotransform
+        return {
+            "source": self.path,
+            "band": self.band,
+            "size": [self.width, self.height],
+            "crs": crs_label(self.crs),
+            "pixel_size": [gt[1], gt[5]],
+            "origin": [gt[0], gt[3]],
+            "rotated": self.rotated,
+            "nodata": self.nodata,
+            "data_type": self.data_type,
+        }
+
+
+def open_band(path: str, band: int, name: str) -> RasterBand:
+    """Describe band ``band`` of the raster ``path``.
+
+    Raises ValueError naming ``name`` when GDAL cannot open it or the band does not exist. A
+    raster without georeferencing has GDAL's default grid (origin 0, pixel size 1) and no CRS.
+    """
+    from osgeo import gdal
+
+    gdal.UseExceptions()
+    try:
+        dataset = gdal.Open(str(path))
+    except RuntimeError as exc:
+        raise ValueError(f"{name}: GDAL cannot open {path}: {exc}") from None
+    if not 1 <= band <= dataset.RasterCount:
+        raise ValueError(f"{name}: band {band} does not exist ({dataset.RasterCount} bands)")
+    raster_band = dataset.GetRasterBand(band)
+    wkt = dataset.GetProjection()
+    crs = pyproj.CRS.from_wkt(wkt) if wkt else None
+    return RasterBand(
+        path=str(path),
+        band=band,
+        width=dataset.RasterXSize,
+        height=dataset.RasterYSize,
+        geotransform=tuple(dataset.GetGeoTransform()),
+        crs=crs,
+        nodata=raster_band.GetNoDataValue(),
+        data_type=gdal.GetDataTypeName(raster_band.DataType),
+        class_names=_band_class_names(raster_band),
+    )
+
+
+def _band_class_names(raster_band) -> dict:
+    """{value: name} from a raster attribute table (its Name column and its value or min/max
+    column, or its row index) or from the band's category names; {} when there are none."""
+    from osgeo import gdal
+
+    names = {}
+    rat = raster_band.GetDefaultRAT()
+    if rat is not None and rat.GetRowCount():
+        usage = [rat.GetUsageOfCol(i) for i in range(rat.GetColumnCount())]
+        name_col = usage.index(gdal.GFU_Name) if gdal.GFU_Name in usage else None
+        value_col = next(
+            (usage.index(u) for u in (gdal.GFU_MinMax, gdal.GFU_Min) if u in usage), None
+        )
+        if name_col is not None:
+            for row in range(rat.GetRowCount()):
+                value = rat.GetValueAsDouble(row, value_col) if value_col is not None else row
+                names[_plain(value)] = rat.GetValueAsString(row, name_col)
+            return {k: v for k, v in names.items() if v}
+    categories = raster_band.GetCategoryNames() or []
+    return {k: text for k, text in enumerate(categories) if text}
+
+
+def read_class_table(path: str) -> list[tuple]:
+    """(value, name) rows of a class table file.
+
+    Accepted lines: ``value,name`` (comma, semicolon or tab), a QGIS colour map export
+    (``value,r,g,b,a,label``; its ``INTERPOLATION:`` line is skipped), ``#`` comments, and a
+    header row whose first field is not a number. Values are numbers (int when integral).
+
+    Raises ValueError naming the file and line when a value is repeated or a line has a
+    number but no usable structure.
+    """
+    rows, seen = [], set()
+    with open(path, encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, 1):
+            text = line.strip()
+            if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
+                continue
+            separator = "\t" if "\t" in text else (";" if ";" in text else ",")
+            parts = [p.strip() for p in text.split(separator)]
+            try:
+                value = _plain(float(parts[0]))
+            except ValueError:
+                if not rows:
+                    continue  # a header
+                raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
+                                 f"class value") from None
+            name = parts[-1] if len(parts) >= 6 else (parts[1] if len(parts) > 1 else "")
+            if value in seen:
+                raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
+            seen.add(value)
+            rows.append((value, name))
+    return rows
+
+
+def _plain(value):
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+@dataclass
+class RasterConfusion:
+    """Result of ``raster_confusion``.
+
+    Attributes:
+        classes: confusion.ClassTable (K classes).
+        counts: int64 (K + 2, K) pixel counts, rows = prediction, columns = reference.
+        areas_m2: float64 (K + 2, K) the same in m² (CRS units² when the raster has no CRS).
+        alignment: JSON-ready dict: both grids, the shift, coverage counts.
+        warnings: messages for the report and the log.
+    """
+
+    classes: confusion.ClassTable
+    counts: np.ndarray
+    areas_m2: np.ndarray
+    alignment: dict
+    warnings: list
+
+
+def raster_confusion(
+    predicted: RasterBand,
+    reference: RasterBand,
+    ignore_values=(),
+    class_table=None,
+    agreement_path: str | None = None,
+    progress: ProgressCallback | None = None,
+    block_pixels: int = BLOCK_PIXELS,
+) -> RasterConfusion:
+    """Stream both rasters in blocks of reference lines into a confusion matrix.
+
+    Args:
+        predicted, reference: ``open_band`` descriptions.
+        ignore_values: numbers; reference pixels with them are void (left out). A predicted
+            pixel with one is not a class: it counts in OTHER.
+        class_table: optional list of (value, name); fixes the classes (predicted values not
+            in it go to OTHER; a reference value not in it becomes a class, with a warning).
+            None: every value met in either raster is a class, named from the rasters'
+            attribute tables when they have one.
+        agreement_path: optional GeoTIFF to write on the reference grid (``AGREEMENT_CODES``).
+        progress: optional callable(fraction done); may raise to cancel (the agreement file
+            is then removed).
+        block_pixels: reference pixels per block (memory bound).
+
+    Returns a RasterConfusion.
+
+    Raises ValueError when exactly one raster has a CRS, or the CRSs cannot be transformed.
+    """
+    if (predicted.crs is None) != (reference.crs is None):
+        raise ValueError(
+            "PREDICTED and REFERENCE: one raster has a CRS and the other has none; assign "
+            "the missing CRS (or remove both to compare on pixel coordinates)"
+        )
+    ignore = [float(v) for v in ignore_values]
+    warnings = []
+    if class_table:
+        classes = confusion.ClassTable([v for v, _ in class_table],
+                                       [n for _, n in class_table], fixed=True)
+    else:
+        classes = confusion.ClassTable()
+    counts = confusion.new_matrix(classes.k)
+    areas = confusion.new_matrix(classes.k, np.float64)
+    row_area_m2, area_note = cell_areas_m2(reference)
+    # Equal cells (a projected CRS): areas are counts times one cell, no weighted pass.
+    uniform_area = bool(np.all(row_area_m2 == row_area_m2[0])) if len(row_area_m2) else True
+    locate = _Locator(predicted, reference)
+    tally = {"reference_void": 0, "outside_prediction": 0, "no_prediction": 0, "other": 0}
+
+    from osgeo import gdal
+
+    gdal.UseExceptions()
+    ref_ds, pred_ds = gdal.Open(reference.path), gdal.Open(predicted.path)
+    ref_band = ref_ds.GetRasterBand(reference.band)
+    pred_band = pred_ds.GetRasterBand(predicted.band)
+    writer = _AgreementWriter(agreement_path, reference, ref_ds) if agreement_path else None
+    try:
+        rows_per_block = max(1, block_pixels // max(reference.width, 1))
+        rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
+        # Whole blocks (tiles, strips) of the reference file per read: none is decoded twice.
+        tile_rows = ref_band.GetBlockSize()[1]
+        if rows_per_block > tile_rows:
+            rows_per_block -= rows_per_block % tile_rows
+        for r0 in range(0, reference.height, rows_per_block):
+            r1 = min(reference.height, r0 + rows_per_block)
+            ref = ref_band.ReadAsArray(0, r0, reference.width, r1 - r0)
+            valid = _valid(ref, reference.nodata, ignore)
+            tally["reference_void"] += int(valid.size - np.count_nonzero(valid))
+            pred, inside = locate.read(pred_band, r0, r1)
+            scored = valid & inside
+            tally["outside_prediction"] += int(np.count_nonzero(valid & ~inside))
+            pred_valid = _valid(pred, predicted.nodata, ())
+            ref_codes, pred_codes = ref[scored], pred[scored]
+            pred_ok = pred_valid[scored]
+            pred_codes_ok = pred_codes[pred_ok]
+            if ignore:
+                is_void = np.isin(pred_codes_ok, ignore)
+            else:
+                is_void = np.zeros(len(pred_codes_ok), dtype=bool)
+            new = classes.add([v for v in confusion.unique_codes(ref_codes)
+                               if classes.position(v) is None])
+            if new and classes.fixed:
+                warnings.append(f"reference values not in the class table are scored as "
+                                f"classes of their own: {new}")
+            if not classes.fixed:
+                classes.add(confusion.unique_codes(pred_codes_ok[~is_void]))
+            k = classes.k
+            counts, areas = confusion.grow(counts, k), confusion.grow(areas, k)
+            ref_index = classes.lookup(ref_codes, -1)
+            pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)
+            looked_up = classes.lookup(pred_codes_ok, k)
+            looked_up[is_void] = k
+            pred_index[pred_ok] = looked_up
+            confusion.accumulate(counts, pred_index, ref_index)
+            if not uniform_area:
+                weights = np.broadcast_to(row_area_m2[r0:r1, None], ref.shape)[scored]
+                confusion.accumulate(areas, pred_index, ref_index, weights)
+                del weights
+            tally["no_prediction"] += int(len(pred_index) - np.count_nonzero(pred_ok))
+            tally["other"] += int(np.count_nonzero(pred_index == k))
+            if writer is not None:
+                writer.write(r0, valid, inside, scored, pred_index, ref_index, k)
+            del ref, pred, valid, inside, scored, ref_codes, pred_codes
+            # Drop the decoded blocks GDAL caches (up to 5 % of RAM by default): the memory
+            # of a run stays that of one block whatever GDAL_CACHEMAX is.
+            ref_band.FlushCache()
+            pred_band.FlushCache()
+            if progress is not None:
+                progress(r1 / reference.height)
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    if writer is not None:
+        writer.close()
+    if uniform_area:
+        areas = counts * (float(row_area_m2[0]) if len(row_area_m2) else 0.0)
+    if not class_table:
+        for band in (reference, predicted):
+            for value, name in band.class_names.items():
+                k = classes.position(value)
+                if k is not None and not classes.names[k]:
+                    classes.names[k] = name
+    if area_note:
+        warnings.append(area_note)
+    alignment = _alignment(predicted, reference, locate, counts, tally)
+    for message in warnings:
+        logger.warning(message)
+    return RasterConfusion(classes, counts, areas, alignment, warnings)
+
+
+def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
+    """Pixels that are neither nodata (the band's value, or NaN) nor one of ``ignore``."""
+    valid = np.ones(values.shape, dtype=bool)
+    if values.dtype.kind == "f":
+        valid &= ~np.isnan(values)
+    if nodata is not None and not (isinstance(nodata, float) and math.isnan(nodata)):
+        valid &= values != nodata
+    for value in ignore:
+        valid &= values != value
+    return valid
+
+
+class _Locator:
+    """Which predicted pixel lies under each reference pixel centre, and reading it."""
+
+    def __init__(self, predicted: RasterBand, reference: RasterBand):
+        self.predicted, self.reference = predicted, reference
+        self.inverse = _invert(predicted.geotransform)
+        self.transformer = None
+        if reference.crs is not None and reference.crs != predicted.crs:
+            try:
+                self.transformer = pyproj.Transformer.from_crs(
+                    reference.crs, predicted.crs, always_xy=True
+                )
+            except pyproj.exceptions.ProjError as exc:
+                raise ValueError(
+                    f"the reference CRS {crs_label(reference.crs)} cannot be transformed to "
+                    f"the predicted CRS {crs_label(predicted.crs)}: {exc}"
+                ) from None
+        #: Columns and rows separate: each predicted column depends on the reference column
+        #: only, each predicted row on the reference row only.
+        self.separable = (
+            self.transformer is None and not predicted.rotated and not reference.rotated
+        )
+        if self.separable:
+            gt = reference.geotransform
+            x = gt[0] + (np.arange(reference.width) + 0.5) * gt[1]
+            self.columns = np.floor(self.inverse[0] + x * self.inverse[1]).astype(np.int64)
+
+    def max_rows(self, window_pixels: int) -> int:
+        """Reference lines per block such that a separable read window stays bounded."""
+        if not self.separable:
+            return 1 << 30
+        p, r = self.predicted.geotransform, self.reference.geotransform
+        inside = (self.columns >= 0) & (self.columns < self.predicted.width)
+        width = int(np.ptp(self.columns[inside])) + 1 if inside.any() else 1
+        rows_per_line = max(1.0, abs(r[5] / p[5]))
+        return max(1, int(window_pixels // (width * rows_per_line)))
+
+    def read(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        """The predicted values under reference lines r0..r1 (all columns) and a mask of the
+        pixels whose centre lies on the predicted grid (values elsewhere are 0)."""
+        ref = self.reference
+        shape = (r1 - r0, ref.width)
+        if self.separable:
+            gt = ref.geotransform
+            y = gt[3] + (np.arange(r0, r1) + 0.5) * gt[5]
+            rows = np.floor(self.inverse[3] + y * self.inverse[5]).astype(np.int64)
+            cols = np.broadcast_to(self.columns, shape)
+            rows = np.broadcast_to(rows[:, None], shape)
+        else:
+            cc, rr = np.meshgrid(np.arange(ref.width) + 0.5, np.arange(r0, r1) + 0.5)
+            gt = ref.geotransform
+            x = gt[0] + cc * gt[1] + rr * gt[2]
+            y = gt[3] + cc * gt[4] + rr * gt[5]
+            del cc, rr
+            if self.transformer is not None:
+                x, y = self.transformer.transform(x, y, errcheck=False)
+            inv = self.inverse
+            with np.errstate(invalid="ignore"):
+                cols = np.floor(inv[0] + x * inv[1] + y * inv[2])
+                rows = np.floor(inv[3] + x * inv[4] + y * inv[5])
+            bad = ~(np.isfinite(cols) & np.isfinite(rows))
+            cols = np.where(bad, -1, cols).astype(np.int64)
+            rows = np.where(bad, -1, rows).astype(np.int64)
+        pred = self.predicted
+        inside = (cols >= 0) & (cols < pred.width) & (rows >= 0) & (rows < pred.height)
+        if not inside.any():
+            return np.zeros(shape, dtype=np.uint8), inside
+        c_in, r_in = cols[inside], rows[inside]
+        c0, c1, q0, q1 = int(c_in.min()), int(c_in.max()) + 1, int(r_in.min()), int(r_in.max()) + 1
+        window = band.ReadAsArray(c0, q0, c1 - c0, q1 - q0)
+        values = np.zeros(shape, dtype=window.dtype)
+        if self.separable:
+            col_ok = (self.columns >= 0) & (self.columns < pred.width)
+            row_ok = inside[:, col_ok].any(axis=1) if col_ok.any() else np.zeros(shape[0], bool)
+            sub = window[np.ix_(rows[row_ok, 0] - q0, self.columns[col_ok] - c0)]
+            values[np.ix_(row_ok, col_ok)] = sub
+        else:
+            values[inside] = window[r_in - q0, c_in - c0]
+        return values, inside
+
+
+def _invert(gt) -> tuple:
+    """GDAL's inverse geotransform: (col0, dcol/dx, dcol/dy, row0, drow/dx, drow/dy)."""
+    det = gt[1] * gt[5] - gt[2] * gt[4]
+    if det == 0:
+        raise ValueError("a raster's geotransform is degenerate (zero pixel size)")
+    a, b, c, d = gt[5] / det, -gt[2] / det, -gt[4] / det, gt[1] / det
+    return (-(a * gt[0] + b * gt[3]), a, b, -(c * gt[0] + d * gt[3]), c, d)
+
+
+def cell_areas_m2(band: RasterBand) -> tuple[np.ndarray, str]:
+    """Area of one pixel of each row, float array (height,), and a note for the report ("" if
+    none).
+
+    Geographic CRS: the exact area on the CRS's ellipsoid of the cell bounded by two
+    parallels and two meridians (authalic-latitude formula, Snyder 1987, "Map Projections: A
+    Working Manual", USGS PP 1395, eqs. 3-12 and p. 77): (a² Δλ / 2) (q(φ₂) - q(φ₁)). Projected
+    CRS: |det(geotransform)| in m² of the projection plane (not corrected for its scale
+    factor). No CRS: in pixel units², with a note.
+    """
+    gt, height = band.geotransform, band.height
+    det = abs(gt[1] * gt[5] - gt[2] * gt[4])
+    crs = band.crs
+    if crs is None:
+        return np.full(height, det), (
+            "the rasters have no CRS: areas are in squared pixel units, not m²"
+        )
+    if crs.is_geographic:
+        ellipsoid = crs.ellipsoid
+        a, inv_f = ellipsoid.semi_major_metre, ellipsoid.inverse_flattening
+        e2 = 0.0 if not inv_f else (2 - 1 / inv_f) / inv_f
+        radians = crs.axis_info[0].unit_conversion_factor
+        lat_edges = (gt[3] + np.arange(height + 1) * gt[5]) * radians
+        q = _authalic_q(np.clip(lat_edges, -math.pi / 2, math.pi / 2), e2)
+        areas = a * a * abs(gt[1] * radians) / 2 * np.abs(np.diff(q))
+        note = "" if not band.rotated else (
+            "the reference raster is rotated in a geographic CRS: cell areas ignore the rotation"
+        )
+        return areas, note
+    factor = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return np.full(height, det * factor * factor), ""
+
+
+def _authalic_q(phi: np.ndarray, e2: float) -> np.ndarray:
+    """Snyder's q(φ) (eq. 3-12): the sphere's 2 sin φ when e = 0."""
+    s = np.sin(phi)
+    if e2 == 0:
+        return 2 * s
+    e = math.sqrt(e2)
+    return (1 - e2) * (s / (1 - e2 * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
+
+
+class _AgreementWriter:
+    """The agreement raster, written block by block on the reference grid (GeoTIFF, Byte)."""
+
+    def __init__(self, path: str, reference: RasterBand, ref_ds):
+        from osgeo import gdal
+
+        self.path = path
+        driver = gdal.GetDriverByName("GTiff")
+        self.dataset = driver.Create(
+            path, reference.width, reference.height, 1, gdal.GDT_Byte,
+            ["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"],
+        )
+        self.dataset.SetGeoTransform(reference.geotransform)
+        self.dataset.SetProjection(ref_ds.GetProjection())
+        self.band = self.dataset.GetRasterBand(1)
+        self.band.SetNoDataValue(0)
+        self.band.SetCategoryNames([AGREEMENT_CODES[k] for k in sorted(AGREEMENT_CODES)])
+
+    def write(self, r0, valid, inside, scored, pred_index, ref_index, k):
+        out = np.zeros(valid.shape, dtype=np.uint8)
+        out[valid & ~inside] = 5
+        codes = np.where(pred_index == ref_index, 1, 2).astype(np.uint8)
+        codes[pred_index == k] = 3
+        codes[pred_index == k + 1] = 4
+        out[scored] = codes
+        self.band.WriteArray(out, 0, r0)
+
+    def close(self):
+        self.band.FlushCache()
+        self.band = None
+        self.dataset = None
+
+    def discard(self):
+        self.close()
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def _alignment(predicted, reference, locate, counts, tally) -> dict:
+    """The alignment section of the report: both grids, the shift, coverage."""
+    ref_gt, pred_gt = reference.geotransform, predicted.geotransform
+    origin = (pred_gt[0], pred_gt[3])
+    if locate.transformer is not None:
+        back = pyproj.Transformer.from_crs(predicted.crs, reference.crs, always_xy=True)
+        origin = back.transform(*origin)
+    inv = _invert(ref_gt)
+    col = inv[0] + origin[0] * inv[1] + origin[1] * inv[2]
+    row = inv[3] + origin[0] * inv[4] + origin[1] * inv[5]
+    shift = [float(col - round(col)), float(row - round(row))]
+    scored = int(counts.sum())
+    valid = scored + tally["outside_prediction"]
+    same_grid = (
+        locate.transformer is None and pred_gt == ref_gt
+        and (predicted.width, predicted.height) == (reference.width, reference.height)
+    )
+    return {
+        "reference": reference.describe(),
+        "predicted": predicted.describe(),
+        "target_grid": "reference",
+        "same_crs": locate.transformer is None,
+        "same_grid": same_grid,
+        "resampling": "nearest neighbour: each reference pixel takes the predicted pixel "
+                      "under its centre, computed on the fly (no file written)",
+        "subpixel_shift_reference_pixels": shift,
+        "reference_valid_pixels": valid,
+        "reference_void_pixels": tally["reference_void"],
+        "scored_pixels": scored,
+        "reference_valid_outside_prediction": tally["outside_prediction"],
+        "share_reference_outside_prediction": tally["outside_prediction"] / valid
+        if valid else None,
+        "no_prediction_pixels": tally["no_prediction"],
+        "share_no_prediction": tally["no_prediction"] / scored if scored else None,
+        "other_pixels": tally["other"],
+    }
