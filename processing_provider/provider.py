@@ -5,6 +5,7 @@ from pathlib import Path
 from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
+from .classmap_iou import ClassMapIoUAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .pixels_per_field import PixelsPerFieldAlgorithm
@@ -36,3 +37,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
         self.addAlgorithm(PixelsPerFieldAlgorithm())
         self.addAlgorithm(RasterIoUAlgorithm())
+        self.addAlgorithm(ClassMapIoUAlgorithm())
