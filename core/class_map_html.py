@@ -12,6 +12,8 @@ from .report_html import Alert, Definition, Section, render_report
 
 #: Matrices larger than this many classes are drawn without numbers in the cells.
 _ANNOTATE_MAX_CLASSES = 14
+#: ... and without class labels on the axes beyond this many.
+_LABEL_MAX_CLASSES = 40
 
 DEFINITIONS = (
     Definition("per_class.<value>.iou", "Intersection over union of one class",
@@ -104,7 +106,7 @@ def _text(value) -> str:
 
 def _iou_bars(labels, ious) -> str:
     values = [np.nan if v is None else v for v in ious]
-    width = max(6.4, 0.45 * len(labels) + 2)
+    width = min(14.0, max(6.4, 0.45 * len(labels) + 2))
     return figures.bar_chart(labels, {"IoU": values}, ylabel="IoU (–)", xlabel="Class",
                              ylim=(0, 1), size_in=(width, 3.4))
 
@@ -112,16 +114,17 @@ def _iou_bars(labels, ious) -> str:
 def _heatmap(values: np.ndarray, rows, columns, bar_label: str, axis) -> str:
     """A confusion heatmap: rows = prediction (y), columns = reference (x)."""
     n_rows, n_cols = values.shape
-    size = max(4.2, 0.5 * n_cols + 2.5)
-    figure, ax = figures.new_figure(size, max(3.4, 0.42 * n_rows + 1.6))
+    size = min(12.0, max(4.2, 0.5 * n_cols + 2.5))
+    figure, ax = figures.new_figure(size, min(12.0, max(3.4, 0.42 * n_rows + 1.6)))
     ax.grid(False)
     shown = np.ma.masked_invalid(values)
     image = ax.imshow(shown, cmap="Blues", aspect="auto",
                       vmin=0, vmax=1 if axis is not None else None)
     bar = figure.colorbar(image, ax=ax)
     bar.set_label(bar_label)
-    ax.set_xticks(range(n_cols), [str(c) for c in columns], rotation=45, ha="right")
-    ax.set_yticks(range(n_rows), [str(r) for r in rows])
+    if n_cols <= _LABEL_MAX_CLASSES:
+        ax.set_xticks(range(n_cols), [str(c) for c in columns], rotation=45, ha="right")
+        ax.set_yticks(range(n_rows), [str(r) for r in rows])
     ax.set_xlabel("Reference class (columns)")
     ax.set_ylabel("Predicted class (rows)")
     if n_cols <= _ANNOTATE_MAX_CLASSES:

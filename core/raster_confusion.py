@@ -36,6 +36,10 @@ BLOCK_PIXELS = 1 << 21
 #: in thinner blocks).
 SOURCE_WINDOW_PIXELS = 1 << 24
 
+#: More distinct values than this is not a class raster (a continuous band, or the wrong
+#: band): the run stops with a message rather than grow a matrix of K² cells.
+MAX_CLASSES = 1000
+
 #: Codes of the agreement raster (Byte; 0 is its nodata).
 AGREEMENT_CODES = {
     0: "not evaluated (reference nodata or void)",
@@ -228,7 +232,8 @@ def raster_confusion(
 
     Returns a RasterConfusion.
 
-    Raises ValueError when exactly one raster has a CRS, or the CRSs cannot be transformed.
+    Raises ValueError when exactly one raster has a CRS, the CRSs cannot be transformed, or
+    the rasters hold more than ``MAX_CLASSES`` distinct values.
     """
     if (predicted.crs is None) != (reference.crs is None):
         raise ValueError(
@@ -288,6 +293,12 @@ def raster_confusion(
             if not classes.fixed:
                 classes.add(confusion.unique_codes(pred_codes_ok[~is_void]))
             k = classes.k
+            if k > MAX_CLASSES:
+                raise ValueError(
+                    f"more than {MAX_CLASSES} distinct values in the rasters: they do not look "
+                    f"like class rasters (check the bands: {reference.band} of "
+                    f"{reference.path}, {predicted.band} of {predicted.path})"
+                )
             counts, areas = confusion.grow(counts, k), confusion.grow(areas, k)
             ref_index = classes.lookup(ref_codes, -1)
             pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)

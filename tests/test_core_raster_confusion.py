@@ -275,3 +275,12 @@ def test_memory_stays_bounded_on_a_large_raster(tmp_path):
     grown_mib = (measured["after_kib"] - measured["before_kib"]) / 1024
     print(f"peak RSS grew by {grown_mib:.0f} MiB over {measured}")
     assert grown_mib < 256, measured  # an upper bound: the imports may have peaked higher
+
+
+def test_a_continuous_band_stops_with_a_message(tmp_path, monkeypatch):
+    import iou_evaluation.core.raster_confusion as module
+
+    monkeypatch.setattr(module, "MAX_CLASSES", 10)
+    values = np.arange(40, dtype=np.float32).reshape(4, 10) / 3
+    with pytest.raises(ValueError, match="do not look like class rasters"):
+        run(tmp_path, values, values)
