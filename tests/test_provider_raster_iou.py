@@ -98,3 +98,43 @@ def test_bad_ignore_values_named(ioueval_provider, tmp_path):
             "IGNORE_VALUES": "zero",
             **outputs(tmp_path),
         })
+
+
+def test_class_names_from_the_paletted_renderer(ioueval_provider, tmp_path):
+    from qgis.core import QgsPalettedRasterRenderer, QgsRasterLayer
+    from qgis.PyQt.QtGui import QColor
+
+    reference = QgsRasterLayer(
+        write_raster(tmp_path / "r.tif", np.array([0, 1, 0, 0], np.uint8)), "r", "gdal"
+    )
+    reference.setRenderer(QgsPalettedRasterRenderer(reference.dataProvider(), 1, [
+        QgsPalettedRasterRenderer.Class(0, QColor("blue"), "water"),
+        QgsPalettedRasterRenderer.Class(1, QColor("green"), "forest"),
+    ]))
+    run({
+        "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1, 0, 1], np.uint8)),
+        "REFERENCE": reference,
+        **outputs(tmp_path),
+    })
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [report["per_class"][k]["name"] for k in "01"] == ["water", "forest"]
+
+
+def test_cancel_writes_no_report(ioueval_provider, tmp_path):
+    import processing
+
+    feedback = QgsProcessingFeedback()
+    feedback.cancel()
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    try:
+        processing.run(ALGORITHM, {
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.zeros((4, 4), np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.zeros((4, 4), np.uint8)),
+            "AGREEMENT_RASTER": str(tmp_path / "agreement.tif"),
+            **outputs(tmp_path),
+        }, context=context, feedback=feedback)
+    except Exception:  # noqa: BLE001 (QGIS may report the canceled run as an error)
+        pass
+    assert not (tmp_path / "report.json").exists()
+    assert not (tmp_path / "agreement.tif").exists()
