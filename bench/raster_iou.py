@@ -9,9 +9,10 @@ prediction, and runs each case in a fresh subprocess, printing a Markdown table:
 - ``same grid``: the prediction on the reference grid;
 - ``shifted``: the prediction's origin moved by 0.3 pixel in x and 0.6 in y (the separable
   nearest-neighbour path: a read window per block, rows and columns looked up apart);
-- ``other CRS`` (``--other-crs``): the reference labelled EPSG:32633 and the prediction the
-  same pixels in EPSG:3857 coordinates at its scale, so each block's pixel centres go through
-  PROJ (the general path).
+- ``other CRS`` (``--other-crs``): the prediction's pixels placed in EPSG:3857 between the
+  Web Mercator images of the reference's corners (EPSG:32633), so each block's pixel centres
+  go through PROJ (the general path; the mIoU differs, the grids do not match pixel for
+  pixel).
 
 Peak memory is the subprocess's ``ru_maxrss`` (resident set high-water mark, including the
 interpreter and imports); "run" is the time of ``raster_confusion`` alone.
@@ -67,12 +68,10 @@ def write_pair(folder: Path, size: int, shift=(0.0, 0.0), crs="EPSG:32633", tag=
     rows = 1000
     targets = [(reference, (x0, pixel, 0, y0, 0, -pixel), "EPSG:32633", False)]
     if tag == "other_crs":
-        # The same ground in Web Mercator: origin and pixel size transformed at the centre.
+        # About the same ground in Web Mercator: the corners transformed, pixels in between.
         to_merc = pyproj.Transformer.from_crs("EPSG:32633", "EPSG:3857", always_xy=True)
-        cx, cy = x0 + size * pixel / 2, y0 - size * pixel / 2
         (mx0, my0), (mx1, my1) = (to_merc.transform(x0, y0),
                                   to_merc.transform(x0 + size * pixel, y0 - size * pixel))
-        del cx, cy
         gt = (mx0, (mx1 - mx0) / size, 0, my0, 0, (my1 - my0) / size)
         targets.append((predicted, gt, "EPSG:3857", True))
     else:
@@ -123,7 +122,7 @@ def main(argv=None):
     cases = [("same grid", {}), ("shifted", {"shift": (0.3, 0.6), "tag": "shifted"})]
     if args.other_crs:
         cases.append(("other CRS", {"tag": "other_crs"}))
-    print(f"| case | pixels | run s | process s | peak RSS MiB | RSS before run MiB | mIoU |")
+    print("| case | pixels | run s | process s | peak RSS MiB | RSS before run MiB | mIoU |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, options in cases:
         predicted, reference = write_pair(args.folder, args.size, **options)

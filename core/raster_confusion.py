@@ -240,20 +240,10 @@ def raster_confusion(
             "PREDICTED and REFERENCE: one raster has a CRS and the other has none; assign "
             "the missing CRS (or remove both to compare on pixel coordinates)"
         )
-    ignore = [float(v) for v in ignore_values]
-    warnings = []
-    if class_table:
-        classes = confusion.ClassTable([v for v, _ in class_table],
-                                       [n for _, n in class_table], fixed=True)
-    else:
-        classes = confusion.ClassTable()
-    counts = confusion.new_matrix(classes.k)
-    areas = confusion.new_matrix(classes.k, np.float64)
     row_area_m2, area_note = cell_areas_m2(reference)
-    # Equal cells (a projected CRS): areas are counts times one cell, no weighted pass.
-    uniform_area = bool(np.all(row_area_m2 == row_area_m2[0])) if len(row_area_m2) else True
     locate = _Locator(predicted, reference)
-    tally = {"reference_void": 0, "outside_prediction": 0, "no_prediction": 0, "other": 0}
+    tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
+                   row_area_m2)
 
     from osgeo import gdal
 
@@ -262,63 +252,22 @@ def raster_confusion(
     ref_band = ref_ds.GetRasterBand(reference.band)
     pred_band = pred_ds.GetRasterBand(predicted.band)
     writer = _AgreementWriter(agreement_path, reference, ref_ds) if agreement_path else None
+    rows_per_block = max(1, block_pixels // max(reference.width, 1))
+    rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
     try:
-        rows_per_block = max(1, block_pixels // max(reference.width, 1))
-        rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
-        # Whole blocks (tiles, strips) of the reference file per read: none is decoded twice.
-        tile_rows = ref_band.GetBlockSize()[1]
-        if rows_per_block > tile_rows:
-            rows_per_block -= rows_per_block % tile_rows
-        for r0 in range(0, reference.height, rows_per_block):
-            r1 = min(reference.height, r0 + rows_per_block)
+        for r0, r1, last_of_tile in _blocks(reference.height, rows_per_block,
+                                            ref_band.GetBlockSize()[1]):
             ref = ref_band.ReadAsArray(0, r0, reference.width, r1 - r0)
-            valid = _valid(ref, reference.nodata, ignore)
-            tally["reference_void"] += int(valid.size - np.count_nonzero(valid))
             pred, inside = locate.read(pred_band, r0, r1)
-            scored = valid & inside
-            tally["outside_prediction"] += int(np.count_nonzero(valid & ~inside))
-            pred_valid = _valid(pred, predicted.nodata, ())
-            ref_codes, pred_codes = ref[scored], pred[scored]
-            pred_ok = pred_valid[scored]
-            pred_codes_ok = pred_codes[pred_ok]
-            if ignore:
-                is_void = np.isin(pred_codes_ok, ignore)
-            else:
-                is_void = np.zeros(len(pred_codes_ok), dtype=bool)
-            new = classes.add([v for v in confusion.unique_codes(ref_codes)
-                               if classes.position(v) is None])
-            if new and classes.fixed:
-                warnings.append(f"reference values not in the class table are scored as "
-                                f"classes of their own: {new}")
-            if not classes.fixed:
-                classes.add(confusion.unique_codes(pred_codes_ok[~is_void]))
-            k = classes.k
-            if k > MAX_CLASSES:
-                raise ValueError(
-                    f"more than {MAX_CLASSES} distinct values in the rasters: they do not look "
-                    f"like class rasters (check the bands: {reference.band} of "
-                    f"{reference.path}, {predicted.band} of {predicted.path})"
-                )
-            counts, areas = confusion.grow(counts, k), confusion.grow(areas, k)
-            ref_index = classes.lookup(ref_codes, -1)
-            pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)
-            looked_up = classes.lookup(pred_codes_ok, k)
-            looked_up[is_void] = k
-            pred_index[pred_ok] = looked_up
-            confusion.accumulate(counts, pred_index, ref_index)
-            if not uniform_area:
-                weights = np.broadcast_to(row_area_m2[r0:r1, None], ref.shape)[scored]
-                confusion.accumulate(areas, pred_index, ref_index, weights)
-                del weights
-            tally["no_prediction"] += int(len(pred_index) - np.count_nonzero(pred_ok))
-            tally["other"] += int(np.count_nonzero(pred_index == k))
+            agreement = tally.add(ref, pred, inside, r0, r1)
             if writer is not None:
-                writer.write(r0, valid, inside, scored, pred_index, ref_index, k)
-            del ref, pred, valid, inside, scored, ref_codes, pred_codes
-            # Drop the decoded blocks GDAL caches (up to 5 % of RAM by default): the memory
-            # of a run stays that of one block whatever GDAL_CACHEMAX is.
-            ref_band.FlushCache()
-            pred_band.FlushCache()
+                writer.write(r0, agreement)
+            del ref, pred, inside, agreement
+            if last_of_tile:
+                # Drop the decoded blocks GDAL caches (up to 5 % of RAM by default): the
+                # memory of a run stays that of a block whatever GDAL_CACHEMAX is.
+                ref_band.FlushCache()
+                pred_band.FlushCache()
             if progress is not None:
                 progress(r1 / reference.height)
     except BaseException:
@@ -327,8 +276,7 @@ def raster_confusion(
         raise
     if writer is not None:
         writer.close()
-    if uniform_area:
-        areas = counts * (float(row_area_m2[0]) if len(row_area_m2) else 0.0)
+    classes, warnings = tally.classes, tally.warnings
     if not class_table:
         for band in (reference, predicted):
             for value, name in band.class_names.items():
@@ -337,10 +285,116 @@ def raster_confusion(
                     classes.names[k] = name
     if area_note:
         warnings.append(area_note)
-    alignment = _alignment(predicted, reference, locate, counts, tally)
+    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     for message in warnings:
         logger.warning(message)
-    return RasterConfusion(classes, counts, areas, alignment, warnings)
+    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _blocks(height: int, rows_per_block: int, tile_rows: int):
+    """(r0, r1, last_of_tile) of each block of reference lines.
+
+    Blocks never straddle the file's own blocks (tiles or strips of ``tile_rows`` lines):
+    thin blocks split one tile row evenly, thick ones hold whole tile rows, so a decoded tile
+    is used up before the cache is dropped (``last_of_tile``). A file block taller than four
+    reading blocks (an untiled compressed file) is not waited for: the cache is dropped after
+    every block, memory first.
+    """
+    if rows_per_block >= tile_rows or tile_rows > 4 * rows_per_block:
+        if rows_per_block > tile_rows:
+            rows_per_block -= rows_per_block % tile_rows
+        for r0 in range(0, height, rows_per_block):
+            yield r0, min(height, r0 + rows_per_block), True
+        return
+    for t0 in range(0, height, tile_rows):
+        t1 = min(height, t0 + tile_rows)
+        n = -(-(t1 - t0) // rows_per_block)
+        edges = [t0 + (t1 - t0) * k // n for k in range(n + 1)]
+        for k in range(n):
+            yield edges[k], edges[k + 1], k == n - 1
+
+
+class _Tally:
+    """The confusion matrix of the blocks seen so far, and the coverage counts."""
+
+    def __init__(self, predicted, reference, ignore, class_table, row_area_m2):
+        self.predicted, self.reference, self.ignore = predicted, reference, ignore
+        if class_table:
+            self.classes = confusion.ClassTable([v for v, _ in class_table],
+                                                [n for _, n in class_table], fixed=True)
+        else:
+            self.classes = confusion.ClassTable()
+        self.counts = confusion.new_matrix(self.classes.k)
+        self.areas = confusion.new_matrix(self.classes.k, np.float64)
+        self.row_area_m2 = row_area_m2
+        # Equal cells (a projected CRS): areas are counts times one cell, no weighted pass.
+        self.uniform_area = (
+            bool(np.all(row_area_m2 == row_area_m2[0])) if len(row_area_m2) else True
+        )
+        self.pixels = {"reference_void": 0, "outside_prediction": 0, "no_prediction": 0,
+                       "other": 0}
+        self.warnings = []
+
+    def add(self, ref, pred, inside, r0, r1) -> np.ndarray:
+        """Enter one block: reference values, predicted values under them and the mask of
+        those on the predicted grid, all of shape (r1 - r0, width). Returns the block's
+        agreement codes (``AGREEMENT_CODES``), uint8 of the same shape."""
+        valid = _valid(ref, self.reference.nodata, self.ignore)
+        scored = valid & inside
+        self.pixels["reference_void"] += int(valid.size - np.count_nonzero(valid))
+        self.pixels["outside_prediction"] += int(np.count_nonzero(valid & ~inside))
+        ref_codes, pred_codes = ref[scored], pred[scored]
+        pred_ok = _valid(pred_codes, self.predicted.nodata, ())
+        pred_codes_ok = pred_codes[pred_ok]
+        is_void = (np.isin(pred_codes_ok, self.ignore) if self.ignore
+                   else np.zeros(len(pred_codes_ok), dtype=bool))
+        k = self._add_classes(ref_codes, pred_codes_ok[~is_void])
+        ref_index = self.classes.lookup(ref_codes, -1)
+        pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)  # NO_PREDICTION
+        looked_up = self.classes.lookup(pred_codes_ok, k)  # OTHER when not a class
+        looked_up[is_void] = k
+        pred_index[pred_ok] = looked_up
+        confusion.accumulate(self.counts, pred_index, ref_index)
+        if not self.uniform_area:
+            weights = np.broadcast_to(self.row_area_m2[r0:r1, None], ref.shape)[scored]
+            confusion.accumulate(self.areas, pred_index, ref_index, weights)
+        self.pixels["no_prediction"] += int(len(pred_index) - np.count_nonzero(pred_ok))
+        self.pixels["other"] += int(np.count_nonzero(pred_index == k))
+        agreement = np.zeros(ref.shape, dtype=np.uint8)
+        agreement[valid & ~inside] = 5
+        codes = np.where(pred_index == ref_index, 1, 2).astype(np.uint8)
+        codes[pred_index == k] = 3
+        codes[pred_index == k + 1] = 4
+        agreement[scored] = codes
+        return agreement
+
+    def _add_classes(self, ref_codes, pred_codes) -> int:
+        """Make classes of new codes (reference always, prediction unless the table is
+        fixed); returns K. Raises ValueError past ``MAX_CLASSES``."""
+        classes = self.classes
+        new = classes.add([v for v in confusion.unique_codes(ref_codes)
+                           if classes.position(v) is None])
+        if new and classes.fixed:
+            self.warnings.append(f"reference values not in the class table are scored as "
+                                 f"classes of their own: {new}")
+        if not classes.fixed:
+            classes.add(confusion.unique_codes(pred_codes))
+        k = classes.k
+        if k > MAX_CLASSES:
+            raise ValueError(
+                f"more than {MAX_CLASSES} distinct values in the rasters: they do not look "
+                f"like class rasters (check the bands: {self.reference.band} of "
+                f"{self.reference.path}, {self.predicted.band} of {self.predicted.path})"
+            )
+        self.counts = confusion.grow(self.counts, k)
+        self.areas = confusion.grow(self.areas, k)
+        return k
+
+    def areas_m2(self) -> np.ndarray:
+        if self.uniform_area:
+            cell = float(self.row_area_m2[0]) if len(self.row_area_m2) else 0.0
+            return self.counts * cell
+        return self.areas
 
 
 def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
@@ -505,14 +559,8 @@ class _AgreementWriter:
         self.band.SetNoDataValue(0)
         self.band.SetCategoryNames([AGREEMENT_CODES[k] for k in sorted(AGREEMENT_CODES)])
 
-    def write(self, r0, valid, inside, scored, pred_index, ref_index, k):
-        out = np.zeros(valid.shape, dtype=np.uint8)
-        out[valid & ~inside] = 5
-        codes = np.where(pred_index == ref_index, 1, 2).astype(np.uint8)
-        codes[pred_index == k] = 3
-        codes[pred_index == k + 1] = 4
-        out[scored] = codes
-        self.band.WriteArray(out, 0, r0)
+    def write(self, r0: int, agreement: np.ndarray):
+        self.band.WriteArray(agreement, 0, r0)
 
     def close(self):
         self.band.FlushCache()
@@ -525,7 +573,7 @@ class _AgreementWriter:
             os.remove(self.path)
 
 
-def _alignment(predicted, reference, locate, counts, tally) -> dict:
+def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
     """The alignment section of the report: both grids, the shift, coverage."""
     ref_gt, pred_gt = reference.geotransform, predicted.geotransform
     origin = (pred_gt[0], pred_gt[3])

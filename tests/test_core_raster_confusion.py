@@ -9,6 +9,8 @@ import textwrap
 import numpy as np
 import pyproj
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_core_confusion import seed_label_maps
 
 from iou_evaluation.core.class_map_report import build_class_map_report
@@ -284,3 +286,17 @@ def test_a_continuous_band_stops_with_a_message(tmp_path, monkeypatch):
     values = np.arange(40, dtype=np.float32).reshape(4, 10) / 3
     with pytest.raises(ValueError, match="do not look like class rasters"):
         run(tmp_path, values, values)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 600), st.sampled_from([1, 16, 128, 256, 512, 4096]))
+def test_blocks_cover_every_line_once_within_file_blocks(height, rows_per_block, tile_rows):
+    from iou_evaluation.core.raster_confusion import _blocks
+
+    blocks = list(_blocks(height, rows_per_block, tile_rows))
+    assert blocks[0][0] == 0 and blocks[-1][1] == height and blocks[-1][2]
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(r1 > r0 for r0, r1, _ in blocks)
+    assert max(r1 - r0 for r0, r1, _ in blocks) <= max(rows_per_block, tile_rows)
+    if rows_per_block < tile_rows <= 4 * rows_per_block:  # thin blocks inside one tile row
+        assert all(r0 // tile_rows == (r1 - 1) // tile_rows for r0, r1, _ in blocks)
