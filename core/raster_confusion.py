@@ -243,7 +243,7 @@ def raster_confusion(
     row_area_m2, area_note = cell_areas_m2(reference)
     locate = _Locator(predicted, reference)
     tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
-                   row_area_m2)
+                   row_area_m2, agreement=bool(agreement_path))
 
     from osgeo import gdal
 
@@ -317,8 +317,9 @@ def _blocks(height: int, rows_per_block: int, tile_rows: int):
 class _Tally:
     """The confusion matrix of the blocks seen so far, and the coverage counts."""
 
-    def __init__(self, predicted, reference, ignore, class_table, row_area_m2):
+    def __init__(self, predicted, reference, ignore, class_table, row_area_m2, agreement):
         self.predicted, self.reference, self.ignore = predicted, reference, ignore
+        self.agreement = agreement
         if class_table:
             self.classes = confusion.ClassTable([v for v, _ in class_table],
                                                 [n for _, n in class_table], fixed=True)
@@ -338,63 +339,83 @@ class _Tally:
     def add(self, ref, pred, inside, r0, r1) -> np.ndarray:
         """Enter one block: reference values, predicted values under them and the mask of
         those on the predicted grid, all of shape (r1 - r0, width). Returns the block's
-        agreement codes (``AGREEMENT_CODES``), uint8 of the same shape."""
+        agreement codes (``AGREEMENT_CODES``), uint8 of the same shape, when the tally was made
+        with ``agreement=True`` (else None)."""
         valid = _valid(ref, self.reference.nodata, self.ignore)
         scored = valid & inside
+        everything = bool(scored.all())  # the common case: views, no boolean copies
         self.pixels["reference_void"] += int(valid.size - np.count_nonzero(valid))
         self.pixels["outside_prediction"] += int(np.count_nonzero(valid & ~inside))
-        ref_codes, pred_codes = ref[scored], pred[scored]
+        ref_codes = ref.reshape(-1) if everything else ref[scored]
+        pred_codes = pred.reshape(-1) if everything else pred[scored]
+        ref_index = self._positions(ref_codes, from_reference=True)
         pred_ok = _valid(pred_codes, self.predicted.nodata, ())
-        pred_codes_ok = pred_codes[pred_ok]
-        is_void = (np.isin(pred_codes_ok, self.ignore) if self.ignore
-                   else np.zeros(len(pred_codes_ok), dtype=bool))
-        k = self._add_classes(ref_codes, pred_codes_ok[~is_void])
-        ref_index = self.classes.lookup(ref_codes, -1)
-        pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)  # NO_PREDICTION
-        looked_up = self.classes.lookup(pred_codes_ok, k)  # OTHER when not a class
-        looked_up[is_void] = k
-        pred_index[pred_ok] = looked_up
+        all_ok = bool(pred_ok.all())
+        pred_codes_ok = pred_codes if all_ok else pred_codes[pred_ok]
+        is_void = np.isin(pred_codes_ok, self.ignore) if self.ignore else None
+        looked_up = self._positions(pred_codes_ok, from_reference=False, void=is_void)
+        k = self.classes.k
+        looked_up[looked_up < 0] = k  # OTHER: not a class
+        if is_void is not None:
+            looked_up[is_void] = k
+        if all_ok:
+            pred_index = looked_up
+        else:
+            pred_index = np.full(len(pred_codes), k + 1, dtype=np.int32)  # NO_PREDICTION
+            pred_index[pred_ok] = looked_up
+        self.counts = confusion.grow(self.counts, k)
+        self.areas = confusion.grow(self.areas, k)
         confusion.accumulate(self.counts, pred_index, ref_index)
         if not self.uniform_area:
             weights = np.broadcast_to(self.row_area_m2[r0:r1, None], ref.shape)[scored]
             confusion.accumulate(self.areas, pred_index, ref_index, weights)
         self.pixels["no_prediction"] += int(len(pred_index) - np.count_nonzero(pred_ok))
         self.pixels["other"] += int(np.count_nonzero(pred_index == k))
-        agreement = np.zeros(ref.shape, dtype=np.uint8)
-        agreement[valid & ~inside] = 5
-        codes = np.where(pred_index == ref_index, 1, 2).astype(np.uint8)
-        codes[pred_index == k] = 3
-        codes[pred_index == k + 1] = 4
-        agreement[scored] = codes
-        return agreement
+        if not self.agreement:
+            return None
+        return _agreement_codes(ref.shape, valid, inside, scored, pred_index, ref_index, k)
 
-    def _add_classes(self, ref_codes, pred_codes) -> int:
-        """Make classes of new codes (reference always, prediction unless the table is
-        fixed); returns K. Raises ValueError past ``MAX_CLASSES``."""
+    def _positions(self, codes, from_reference: bool, void=None) -> np.ndarray:
+        """Matrix positions of codes (int32), -1 for codes that are not classes. Codes not
+        met before become classes: reference codes always (with a warning when the class
+        table is fixed), predicted ones (void excepted) unless it is fixed. Only the codes
+        the lookup misses are searched for new values. Raises ValueError past
+        ``MAX_CLASSES``."""
         classes = self.classes
-        new = classes.add([v for v in confusion.unique_codes(ref_codes)
-                           if classes.position(v) is None])
+        index = classes.lookup(codes, -1)
+        missing = index < 0
+        if void is not None:
+            missing &= ~void
+        if not missing.any() or (classes.fixed and not from_reference):
+            return index
+        new = classes.add(confusion.unique_codes(codes[missing]))
         if new and classes.fixed:
             self.warnings.append(f"reference values not in the class table are scored as "
                                  f"classes of their own: {new}")
-        if not classes.fixed:
-            classes.add(confusion.unique_codes(pred_codes))
-        k = classes.k
-        if k > MAX_CLASSES:
+        if classes.k > MAX_CLASSES:
             raise ValueError(
                 f"more than {MAX_CLASSES} distinct values in the rasters: they do not look "
                 f"like class rasters (check the bands: {self.reference.band} of "
                 f"{self.reference.path}, {self.predicted.band} of {self.predicted.path})"
             )
-        self.counts = confusion.grow(self.counts, k)
-        self.areas = confusion.grow(self.areas, k)
-        return k
+        return classes.lookup(codes, -1)
 
     def areas_m2(self) -> np.ndarray:
         if self.uniform_area:
             cell = float(self.row_area_m2[0]) if len(self.row_area_m2) else 0.0
             return self.counts * cell
         return self.areas
+
+
+def _agreement_codes(shape, valid, inside, scored, pred_index, ref_index, k) -> np.ndarray:
+    """The agreement raster's codes of a block (``AGREEMENT_CODES``), uint8 of ``shape``."""
+    agreement = np.zeros(shape, dtype=np.uint8)
+    agreement[valid & ~inside] = 5
+    codes = np.where(pred_index == ref_index, 1, 2).astype(np.uint8)
+    codes[pred_index == k] = 3
+    codes[pred_index == k + 1] = 4
+    agreement[scored] = codes
+    return agreement
 
 
 def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
@@ -435,6 +456,8 @@ class _Locator:
             gt = reference.geotransform
             x = gt[0] + (np.arange(reference.width) + 0.5) * gt[1]
             self.columns = np.floor(self.inverse[0] + x * self.inverse[1]).astype(np.int64)
+            self.column_ok = (self.columns >= 0) & (self.columns < predicted.width)
+            self.columns_step_one = bool(np.all(np.diff(self.columns[self.column_ok]) == 1))
 
     def max_rows(self, window_pixels: int) -> int:
         """Reference lines per block such that a separable read window stays bounded."""
@@ -452,26 +475,21 @@ class _Locator:
         ref = self.reference
         shape = (r1 - r0, ref.width)
         if self.separable:
-            gt = ref.geotransform
-            y = gt[3] + (np.arange(r0, r1) + 0.5) * gt[5]
-            rows = np.floor(self.inverse[3] + y * self.inverse[5]).astype(np.int64)
-            cols = np.broadcast_to(self.columns, shape)
-            rows = np.broadcast_to(rows[:, None], shape)
-        else:
-            cc, rr = np.meshgrid(np.arange(ref.width) + 0.5, np.arange(r0, r1) + 0.5)
-            gt = ref.geotransform
-            x = gt[0] + cc * gt[1] + rr * gt[2]
-            y = gt[3] + cc * gt[4] + rr * gt[5]
-            del cc, rr
-            if self.transformer is not None:
-                x, y = self.transformer.transform(x, y, errcheck=False)
-            inv = self.inverse
-            with np.errstate(invalid="ignore"):
-                cols = np.floor(inv[0] + x * inv[1] + y * inv[2])
-                rows = np.floor(inv[3] + x * inv[4] + y * inv[5])
-            bad = ~(np.isfinite(cols) & np.isfinite(rows))
-            cols = np.where(bad, -1, cols).astype(np.int64)
-            rows = np.where(bad, -1, rows).astype(np.int64)
+            return self._read_separable(band, r0, r1)
+        cc, rr = np.meshgrid(np.arange(ref.width) + 0.5, np.arange(r0, r1) + 0.5)
+        gt = ref.geotransform
+        x = gt[0] + cc * gt[1] + rr * gt[2]
+        y = gt[3] + cc * gt[4] + rr * gt[5]
+        del cc, rr
+        if self.transformer is not None:
+            x, y = self.transformer.transform(x, y, errcheck=False)
+        inv = self.inverse
+        with np.errstate(invalid="ignore"):
+            cols = np.floor(inv[0] + x * inv[1] + y * inv[2])
+            rows = np.floor(inv[3] + x * inv[4] + y * inv[5])
+        bad = ~(np.isfinite(cols) & np.isfinite(rows))
+        cols = np.where(bad, -1, cols).astype(np.int64)
+        rows = np.where(bad, -1, rows).astype(np.int64)
         pred = self.predicted
         inside = (cols >= 0) & (cols < pred.width) & (rows >= 0) & (rows < pred.height)
         if not inside.any():
@@ -480,13 +498,31 @@ class _Locator:
         c0, c1, q0, q1 = int(c_in.min()), int(c_in.max()) + 1, int(r_in.min()), int(r_in.max()) + 1
         window = band.ReadAsArray(c0, q0, c1 - c0, q1 - q0)
         values = np.zeros(shape, dtype=window.dtype)
-        if self.separable:
-            col_ok = (self.columns >= 0) & (self.columns < pred.width)
-            row_ok = inside[:, col_ok].any(axis=1) if col_ok.any() else np.zeros(shape[0], bool)
-            sub = window[np.ix_(rows[row_ok, 0] - q0, self.columns[col_ok] - c0)]
-            values[np.ix_(row_ok, col_ok)] = sub
-        else:
-            values[inside] = window[r_in - q0, c_in - c0]
+        values[inside] = window[r_in - q0, c_in - c0]
+        return values, inside
+
+    def _read_separable(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        """``read`` when predicted rows and columns depend on reference rows and columns
+        alone: one window, indexed by a row and a column vector (no copy when both step by
+        one, as on the same or a shifted grid of the same pixel size)."""
+        gt, pred = self.reference.geotransform, self.predicted
+        shape = (r1 - r0, self.reference.width)
+        y = gt[3] + (np.arange(r0, r1) + 0.5) * gt[5]
+        rows = np.floor(self.inverse[3] + y * self.inverse[5]).astype(np.int64)
+        row_ok = (rows >= 0) & (rows < pred.height)
+        col_ok = self.column_ok
+        inside = np.outer(row_ok, col_ok)
+        if not row_ok.any() or not col_ok.any():
+            return np.zeros(shape, dtype=np.uint8), inside
+        rows, cols = rows[row_ok], self.columns[col_ok]
+        q0, c0 = int(rows.min()), int(cols.min())
+        window = band.ReadAsArray(c0, q0, int(cols.max()) + 1 - c0, int(rows.max()) + 1 - q0)
+        if not (self.columns_step_one and np.all(np.diff(rows) == 1)):
+            window = window[np.ix_(rows - q0, cols - c0)]
+        if row_ok.all() and col_ok.all():
+            return window, inside
+        values = np.zeros(shape, dtype=window.dtype)
+        values[np.ix_(row_ok, col_ok)] = window
         return values, inside
 
 

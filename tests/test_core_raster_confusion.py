@@ -300,3 +300,42 @@ def test_blocks_cover_every_line_once_within_file_blocks(height, rows_per_block,
     assert max(r1 - r0 for r0, r1, _ in blocks) <= max(rows_per_block, tile_rows)
     if rows_per_block < tile_rows <= 4 * rows_per_block:  # thin blocks inside one tile row
         assert all(r0 // tile_rows == (r1 - 1) // tile_rows for r0, r1, _ in blocks)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_streamed_matrix_equals_the_matrix_of_the_whole_arrays(data):
+    # Blocks of 5 pixels (one line at a time here) against one confusion_matrix call on the
+    # arrays with void left out, nodata as NO PREDICTION and unknown codes as OTHER.
+    from iou_evaluation.core.confusion import ClassTable, confusion_matrix
+
+    shape = (data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7)))
+    codes = st.integers(0, 6)
+    reference = np.array(data.draw(st.lists(codes, min_size=shape[0] * shape[1],
+                                            max_size=shape[0] * shape[1])),
+                         np.uint8).reshape(shape)
+    predicted = np.array(data.draw(st.lists(codes, min_size=reference.size,
+                                            max_size=reference.size)),
+                         np.uint8).reshape(shape)
+    ignore = data.draw(st.sampled_from([[], [6]]))
+    fixed = data.draw(st.booleans())
+    table = [(v, f"c{v}") for v in range(6)] if fixed else None
+    p = open_band(write_raster("/vsimem/p.tif", predicted, nodata=5), 1, "P")
+    r = open_band(write_raster("/vsimem/r.tif", reference, nodata=4), 1, "R")
+    result = raster_confusion(p, r, ignore, class_table=table, block_pixels=5)
+    valid = (reference != 4) & ~np.isin(reference, ignore)
+    classes = ClassTable([v for v, _ in table], fixed=True) if fixed else ClassTable()
+    if fixed:
+        classes.add(sorted(set(reference[valid].tolist()) - {v for v, _ in table}))
+    else:
+        classes.add(sorted(set(reference[valid].tolist())
+                           | set(predicted[valid & (predicted != 5)].tolist()) - set(ignore)))
+        classes.fixed = True  # as the stream ends: every code known
+    pred = predicted[valid].astype(float)
+    pred[np.isin(pred, ignore)] = 99  # a void prediction is not a class: OTHER
+    expected = confusion_matrix(pred, reference[valid], classes,
+                                predicted_valid=predicted[valid] != 5)
+    order = [result.classes.position(v) for v in classes.values]
+    rows = order + [classes.k, classes.k + 1]
+    assert sorted(result.classes.values) == sorted(classes.values)
+    assert (result.counts[np.ix_(rows, order)] == expected).all()
