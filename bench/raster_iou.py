@@ -14,8 +14,10 @@ prediction, and runs each case in a fresh subprocess, printing a Markdown table:
   go through PROJ (the general path; the mIoU differs, the grids do not match pixel for
   pixel).
 
-Peak memory is the subprocess's ``ru_maxrss`` (resident set high-water mark, including the
-interpreter and imports); "run" is the time of ``raster_confusion`` alone.
+Peak memory is the worker's ``VmHWM`` (/proc/self/status: the resident high-water mark since
+the worker started, interpreter and imports included; ``ru_maxrss`` would also count the
+parent it was forked from), beside its resident set before the run; "run" is the time of
+``raster_confusion`` alone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = """
-import importlib.util, json, resource, sys, time
+import importlib.util, json, sys, time
 spec = importlib.util.spec_from_file_location(
     "iou_evaluation", {init!r}, submodule_search_locations=[{root!r}])
 module = importlib.util.module_from_spec(spec)
@@ -40,12 +42,14 @@ from iou_evaluation.core.raster_confusion import open_band, raster_confusion
 from iou_evaluation.core.confusion import class_metrics
 p = open_band({predicted!r}, 1, "PREDICTED")
 r = open_band({reference!r}, 1, "REFERENCE")
-with open("/proc/self/status") as status:
-    before = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+def status(key):
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(key))
+before = status("VmRSS")
 start = time.perf_counter()
 result = raster_confusion(p, r)
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = status("VmHWM")
 metrics = class_metrics(result.counts)
 print(json.dumps({{"seconds": seconds, "peak_kib": peak, "before_kib": before,
                   "pixels": int(result.counts.sum()), "miou": metrics["miou"]}}))
