@@ -79,3 +79,45 @@ def test_unknown_class_field_is_named(ioueval_provider):
     with pytest.raises(QgsProcessingException):
         run({"PREDICTED": layer, "REFERENCE": layer, "PREDICTED_CLASS_FIELD": "nope",
              "REFERENCE_CLASS_FIELD": "code", "REPORT_JSON": "TEMPORARY_OUTPUT"})
+
+
+def test_classmapiou_and_rasteriou_agree_on_a_grid_class_map(ioueval_provider, tmp_path):
+    import numpy as np
+    from test_core_raster_confusion import write_raster
+
+    rng = np.random.default_rng(11)
+    reference = rng.integers(1, 5, (4, 5)).astype(np.uint8)
+    predicted = np.where(rng.random((4, 5)) < 0.5, reference, rng.integers(1, 6, (4, 5)))
+    predicted = predicted.astype(np.uint8)
+    predicted[1, 2] = 0  # nodata: no prediction there
+    x0, y0, size = 2_000_000, 3_000_000, 20
+
+    def cells(values):
+        return [(square(x0 + c * size, y0 - (r + 1) * size, size), int(v))
+                for (r, c), v in np.ndenumerate(values) if v != 0]
+
+    common = {"REPORT_HTML": str(tmp_path / "unused.html")}
+    run({
+        "PREDICTED": class_layer("EPSG:6933", cells(predicted), "pred"),
+        "REFERENCE": class_layer("EPSG:6933", cells(reference), "ref"),
+        "PREDICTED_CLASS_FIELD": "code", "REFERENCE_CLASS_FIELD": "code",
+        "REPORT_JSON": str(tmp_path / "polygons.json"), **common,
+    })
+    import processing
+
+    gt = (x0, size, 0, y0, 0, -size)
+    processing.run("ioueval:rasteriou", {
+        "PREDICTED": write_raster(tmp_path / "p.tif", predicted, gt, "EPSG:6933", nodata=0),
+        "REFERENCE": write_raster(tmp_path / "r.tif", reference, gt, "EPSG:6933"),
+        "REPORT_JSON": str(tmp_path / "raster.json"), **common,
+    })
+    polygons = json.loads((tmp_path / "polygons.json").read_text())
+    raster = json.loads((tmp_path / "raster.json").read_text())
+    assert polygons["per_class"].keys() == raster["per_class"].keys()
+    assert polygons["miou"] == pytest.approx(raster["miou"], rel=1e-12)
+    assert polygons["pixel_accuracy"] == pytest.approx(raster["pixel_accuracy"], rel=1e-12)
+    for key, row in polygons["per_class"].items():
+        other = raster["per_class"][key]
+        assert row["iou"] == pytest.approx(other["iou"], rel=1e-12)
+        for area in ("tp_m2", "fp_m2", "fn_m2"):
+            assert row["areas"][area] == pytest.approx(other["areas"][area], rel=1e-9)
