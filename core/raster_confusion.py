@@ -254,6 +254,10 @@ def raster_confusion(
     writer = _AgreementWriter(agreement_path, reference, ref_ds) if agreement_path else None
     rows_per_block = max(1, block_pixels // max(reference.width, 1))
     rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
+    if not locate.separable:
+        # Every pixel centre goes through PROJ (float64 coordinates, ~10 times slower):
+        # smaller blocks keep a cancel as quick and the temporaries as small.
+        rows_per_block = max(1, rows_per_block // 4)
     try:
         for r0, r1, last_of_tile in _blocks(reference.height, rows_per_block,
                                             ref_band.GetBlockSize()[1]):
