@@ -174,7 +174,10 @@ def read_class_table(path: str) -> list[tuple]:
                     continue  # a header
                 raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
                                  f"class value") from None
-            name = parts[-1] if len(parts) >= 6 else (parts[1] if len(parts) > 1 else "")
+            if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
+                name = parts[5] if len(parts) > 5 else ""
+            else:
+                name = parts[1] if len(parts) > 1 else ""
             if value in seen:
                 raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
             seen.add(value)

@@ -87,7 +87,7 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         ))
         self.addParameter(QgsProcessingParameterFile(
             self.CLASS_NAMES, self.tr("Class table (value,name per line; fixes the classes)"),
-            optional=True, fileFilter="Class tables (*.csv *.txt *.clr);;All files (*.*)",
+            optional=True, fileFilter="Class tables (*.csv *.txt);;All files (*.*)",
         ))
         self.add_class_map_outputs()
         self.addParameter(QgsProcessingParameterRasterDestination(
