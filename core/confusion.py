@@ -305,9 +305,9 @@ def conventions(metrics: dict) -> dict:
             "miou": metrics["miou_absent_as_zero"],
             "call": "jaccard_score(reference, prediction, labels=<all classes>, "
                     "average='macro', zero_division=0)",
-            "note": "a class absent from both maps counts as 0 (without labels=, only the "
-                    "labels present are averaged: the value above, with predicted values "
-                    "outside the class table as classes of their own)",
+            "note": "a class absent from both maps counts as 0; without labels=, "
+                    "scikit-learn averages over the values present in either array, which "
+                    "is this report's mIoU when every predicted value is a class",
         },
         "torchmetrics": {
             "miou": metrics["miou_absent_as_zero"],
