@@ -626,7 +626,7 @@ def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
     inv = _invert(ref_gt)
     col = inv[0] + origin[0] * inv[1] + origin[1] * inv[2]
     row = inv[3] + origin[0] * inv[4] + origin[1] * inv[5]
-    shift = [float(col - round(col)), float(row - round(row))]
+    shift = [round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
     scored = int(counts.sum())
     valid = scored + tally["outside_prediction"]
     same_grid = (
