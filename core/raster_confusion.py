@@ -584,6 +584,23 @@ def _authalic_q(phi: np.ndarray, e2: float) -> np.ndarray:
     return (1 - e2) * (s / (1 - e2 * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
 
 
+def _driver_for(path: str):
+    """The GDAL driver that creates files with the extension of ``path`` (GeoTIFF when the
+    extension is .tif, missing, or no creating driver claims it)."""
+    from osgeo import gdal
+
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    if extension and extension not in ("tif", "tiff"):
+        for k in range(gdal.GetDriverCount()):
+            driver = gdal.GetDriver(k)
+            metadata = driver.GetMetadata() or {}
+            if (metadata.get(gdal.DCAP_RASTER) == "YES"
+                    and metadata.get(gdal.DCAP_CREATE) == "YES"
+                    and extension in (metadata.get(gdal.DMD_EXTENSIONS) or "").split()):
+                return driver
+    return gdal.GetDriverByName("GTiff")
+
+
 class _AgreementWriter:
     """The agreement raster, written block by block on the reference grid (GeoTIFF, Byte)."""
 
@@ -591,10 +608,11 @@ class _AgreementWriter:
         from osgeo import gdal
 
         self.path = path
-        driver = gdal.GetDriverByName("GTiff")
+        driver = _driver_for(path)
+        options = (["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"]
+                   if driver.ShortName == "GTiff" else [])
         self.dataset = driver.Create(
-            path, reference.width, reference.height, 1, gdal.GDT_Byte,
-            ["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"],
+            path, reference.width, reference.height, 1, gdal.GDT_Byte, options
         )
         self.dataset.SetGeoTransform(reference.geotransform)
         self.dataset.SetProjection(ref_ds.GetProjection())

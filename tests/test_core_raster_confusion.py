@@ -344,3 +344,12 @@ def test_streamed_matrix_equals_the_matrix_of_the_whole_arrays(data):
     rows = order + [classes.k, classes.k + 1]
     assert sorted(result.classes.values) == sorted(classes.values)
     assert (result.counts[np.ix_(rows, order)] == expected).all()
+
+
+def test_agreement_raster_format_follows_the_extension(tmp_path):
+    out = tmp_path / "agreement.img"  # Erdas Imagine (HFA)
+    run(tmp_path, np.array([0, 1], np.uint8), np.array([0, 0], np.uint8),
+        agreement_path=str(out))
+    dataset = gdal.Open(str(out))
+    assert dataset.GetDriver().ShortName == "HFA"
+    assert dataset.ReadAsArray().tolist() == [[1, 2]]
