@@ -38,7 +38,8 @@ class PolygonClassConfusion:
     """Result of ``polygon_class_confusion``.
 
     Attributes:
-        classes: confusion.ClassTable of the class values as text, in natural order.
+        classes: confusion.ClassTable of the class keys (``labels.class_key``), in natural
+            order; a class's name is its first spelling in the layers when that differs.
         areas_m2: float64 (K + 2, K): rows = prediction (classes, OTHER (always 0 here),
             NO_PREDICTION), columns = reference, in m² of the equal-area CRS.
         alignment: JSON-ready dict: the area compared, coverage, drops, overlaps within
@@ -70,7 +71,8 @@ def polygon_class_confusion(
         predicted, reference: sequences of shapely geometries (or None), shapes (n_pred,),
             (n_ref,), in their CRSs.
         predicted_classes, reference_classes: sequences of class values of the same lengths
-            (numbers or text; 3, 3.0 and "3" are the same class; None/NaN/NULL: no class).
+            (numbers or text, compared by ``labels.class_key``: 3, 3.0 and "3" are one class,
+            "Forest" and "forest " too; None/NaN/NULL/blank: no class).
         predicted_crs, reference_crs: anything pyproj reads, or None for both (planar units).
         equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
         study_area: optional sequence of polygons: the area compared (default: the overlap
@@ -96,16 +98,18 @@ def polygon_class_confusion(
     ref = prepare_layer(reference, ref_crs, ea_crs, "reference", step(0.0, 0.3))
     pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", step(0.3, 0.6))
     warnings = check_equal_area(ea_crs, [ref.geometries, pred.geometries])
-    ref_labels = normalise_labels([reference_classes[i] for i in ref.keep.tolist()],
-                                  case_insensitive=False)
-    pred_labels = normalise_labels([predicted_classes[i] for i in pred.keep.tolist()],
-                                   case_insensitive=False)
+    ref_values = [reference_classes[i] for i in ref.keep.tolist()]
+    pred_values = [predicted_classes[i] for i in pred.keep.tolist()]
+    ref_labels = normalise_labels(ref_values, case_insensitive=True)
+    pred_labels = normalise_labels(pred_values, case_insensitive=True)
     extent, extent_kind = _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs)
     ref_parts = _dissolve_by_class(ref.geometries, ref_labels, extent)
     pred_parts = _dissolve_by_class(pred.geometries, pred_labels, extent)
     step(0.6, 0.7)(1.0)
 
-    classes = confusion.ClassTable(_natural_order(set(ref_parts.labels) | set(pred_parts.labels)))
+    keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
+    classes = confusion.ClassTable(keys, _spellings(keys, ref_labels, ref_values, pred_labels,
+                                                    pred_values))
     k = classes.k
     areas = confusion.new_matrix(k, np.float64)
     r_pos = np.array([classes.position(c) for c in ref_parts.labels], dtype=np.int64)
@@ -251,6 +255,17 @@ def _polygonal(geometry):
         return geometry
     parts = [g for g in shapely.get_parts(geometry) if g.geom_type in ("Polygon", "MultiPolygon")]
     return shapely.union_all(parts) if parts else None
+
+
+def _spellings(keys, *labels_and_values) -> list:
+    """Each class's name: its first spelling in the layers (reference first) when it differs
+    from the key ("Forest" for the key "forest"), else ""."""
+    first = {}
+    for labels, values in zip(labels_and_values[::2], labels_and_values[1::2]):
+        for label, value in zip(labels.tolist(), values):
+            if label != MISSING and label not in first:
+                first[label] = str(value).strip()
+    return [first.get(key, key) if first.get(key, key) != key else "" for key in keys]
 
 
 def _natural_order(labels) -> list:

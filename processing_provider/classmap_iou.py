@@ -36,7 +36,8 @@ overlap count once.</p>
 precision (user's accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP / (TP + FN).
 <b>mIoU</b> over the classes present in either map (absent from both: reported, left out);
 frequency-weighted IoU; overall accuracy by area (reported as <code>pixel_accuracy</code>).
-Class values are compared as text: 3, 3.0 and "3" are one class.</p>
+Class values are compared as text, trimmed and case-insensitive (as everywhere in the
+plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest".</p>
 """
 
 

@@ -117,3 +117,11 @@ def test_geographic_layers_are_measured_in_the_equal_area_crs():
     result = polygon_class_confusion([square], ["a"], [square], ["a"], "EPSG:4326",
                                      "EPSG:4326")
     assert 700_000 < result.areas_m2[0, 0] < 900_000
+
+
+def test_class_values_compared_as_the_plugin_compares_labels():
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    result = polygon_class_confusion(cells, ["forest", 3.0], cells, ["Forest ", "3"])
+    assert result.classes.values == ["3", "forest"]
+    assert result.classes.names == ["", "Forest"]
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]
