@@ -49,6 +49,9 @@ AGREEMENT_CODES = {
     4: "no prediction (prediction nodata)",
     5: "outside the predicted raster",
 }
+#: (With a class table that lacks a value the reference holds, predicted pixels of that value
+#: met before the reference shows it are coded 3 in the agreement raster; the matrix moves
+#: them to the value's class at the end.)
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,7 @@ def raster_confusion(
         raise
     if writer is not None:
         writer.close()
+    tally.finish()
     classes, warnings = tally.classes, tally.warnings
     if not class_table:
         for band in (reference, predicted):
@@ -342,6 +346,7 @@ class _Tally:
         self.pixels = {"reference_void": 0, "outside_prediction": 0, "no_prediction": 0,
                        "other": 0}
         self.warnings = []
+        self.other_by_code = {}
 
     def add(self, ref, pred, inside, r0, r1) -> np.ndarray:
         """Enter one block: reference values, predicted values under them and the mask of
@@ -362,9 +367,11 @@ class _Tally:
         is_void = np.isin(pred_codes_ok, self.ignore) if self.ignore else None
         looked_up = self._positions(pred_codes_ok, from_reference=False, void=is_void)
         k = self.classes.k
-        looked_up[looked_up < 0] = k  # OTHER: not a class
+        unknown = looked_up < 0
+        looked_up[unknown] = k  # OTHER: not a class
         if is_void is not None:
             looked_up[is_void] = k
+            unknown &= ~is_void
         if all_ok:
             pred_index = looked_up
         else:
@@ -373,14 +380,51 @@ class _Tally:
         self.counts = confusion.grow(self.counts, k)
         self.areas = confusion.grow(self.areas, k)
         confusion.accumulate(self.counts, pred_index, ref_index)
+        weights = None
         if not self.uniform_area:
             weights = np.broadcast_to(self.row_area_m2[r0:r1, None], ref.shape)[scored]
             confusion.accumulate(self.areas, pred_index, ref_index, weights)
+        if unknown.any():
+            ok_ref = ref_index if all_ok else ref_index[pred_ok]
+            ok_weights = weights if weights is None or all_ok else weights[pred_ok]
+            self._remember_other(pred_codes_ok[unknown], ok_ref[unknown],
+                                 None if ok_weights is None else ok_weights[unknown])
         self.pixels["no_prediction"] += int(len(pred_index) - np.count_nonzero(pred_ok))
         self.pixels["other"] += int(np.count_nonzero(pred_index == k))
         if not self.agreement:
             return None
         return _agreement_codes(ref.shape, valid, inside, scored, pred_index, ref_index, k)
+
+    def _remember_other(self, codes, ref_index, weights) -> None:
+        """Keep, per predicted code counted as OTHER, its pixels (and m²) per reference
+        column: a code the reference only later shows to be a class (a fixed class table
+        that lacks it) is moved to its row by ``finish``, whatever the order of the blocks."""
+        for code in confusion.unique_codes(codes):
+            here = codes == code
+            counts = np.bincount(ref_index[here], minlength=self.classes.k)
+            areas = (np.bincount(ref_index[here], weights[here], minlength=self.classes.k)
+                     if weights is not None else None)
+            old = self.other_by_code.get(code)
+            if old is not None:
+                counts[: len(old[0])] += old[0]
+                if areas is not None:
+                    areas[: len(old[1])] += old[1]
+            self.other_by_code[code] = (counts, areas)
+
+    def finish(self) -> None:
+        """Move the OTHER pixels of codes that became classes to their rows."""
+        k = self.classes.k
+        for code, (counts, areas) in self.other_by_code.items():
+            row = self.classes.position(code)
+            if row is None:
+                continue
+            self.counts[row, : len(counts)] += counts
+            self.counts[k, : len(counts)] -= counts
+            self.pixels["other"] -= int(counts.sum())
+            if areas is not None:
+                self.areas[row, : len(areas)] += areas
+                self.areas[k, : len(areas)] -= areas
+        self.other_by_code = {}
 
     def _positions(self, codes, from_reference: bool, void=None) -> np.ndarray:
         """Matrix positions of codes (int32), -1 for codes that are not classes. Codes not
@@ -502,10 +546,22 @@ class _Locator:
         if not inside.any():
             return np.zeros(shape, dtype=np.uint8), inside
         c_in, r_in = cols[inside], rows[inside]
+        del cols, rows
         c0, c1, q0, q1 = int(c_in.min()), int(c_in.max()) + 1, int(r_in.min()), int(r_in.max()) + 1
-        window = band.ReadAsArray(c0, q0, c1 - c0, q1 - q0)
-        values = np.zeros(shape, dtype=window.dtype)
-        values[inside] = window[r_in - q0, c_in - c0]
+        # The window round the block's footprint, read in strips of at most
+        # SOURCE_WINDOW_PIXELS (a much finer or rotated prediction has a large footprint).
+        strip = max(1, SOURCE_WINDOW_PIXELS // (c1 - c0))
+        picked = None
+        for s0 in range(q0, q1, strip):
+            s1 = min(q1, s0 + strip)
+            part = band.ReadAsArray(c0, s0, c1 - c0, s1 - s0)
+            if picked is None:
+                picked = np.zeros(len(r_in), dtype=part.dtype)
+            here = (r_in >= s0) & (r_in < s1) if (s0, s1) != (q0, q1) else slice(None)
+            picked[here] = part[r_in[here] - s0, c_in[here] - c0]
+            del part
+        values = np.zeros(shape, dtype=picked.dtype)
+        values[inside] = picked
         return values, inside
 
     def _read_separable(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:

@@ -353,3 +353,22 @@ def test_agreement_raster_format_follows_the_extension(tmp_path):
     dataset = gdal.Open(str(out))
     assert dataset.GetDriver().ShortName == "HFA"
     assert dataset.ReadAsArray().tolist() == [[1, 2]]
+
+
+def test_large_footprints_read_in_strips_give_the_same_matrix(tmp_path, monkeypatch):
+    import iou_evaluation.core.raster_confusion as module
+
+    rng = np.random.default_rng(4)
+    reference = rng.integers(0, 3, (30, 40)).astype(np.uint8)
+    predicted = rng.integers(0, 3, (90, 120)).astype(np.uint8)
+    options = dict(
+        predicted_raster={"geotransform": (500_000, 1 / 3, 0, 4_000_000, 0, -1 / 3),
+                          "crs": "EPSG:32633"},
+        reference_raster={"geotransform": (500_000, 1, 0.001, 4_000_000, 0, -1),
+                          "crs": "EPSG:32633"},  # rotated: the general path
+    )
+    whole = run(tmp_path, predicted, reference, **options)
+    monkeypatch.setattr(module, "SOURCE_WINDOW_PIXELS", 200)
+    strips = run(tmp_path, predicted, reference, **options)
+    assert (whole.counts == strips.counts).all()
+    assert whole.counts.sum() == 30 * 40
