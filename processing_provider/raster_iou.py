@@ -43,6 +43,8 @@ count it as 0: the report gives that value too). Frequency-weighted IoU = Σ (re
 share × IoU); pixel accuracy = Σ TP / all scored pixels. Areas in m² (geographic CRS: each
 row's cell area on the ellipsoid). Definitions: Everingham et al. 2010 (PASCAL VOC); Long
 et al. 2015 (FCN).</p>
+<p>The rasters are read in blocks of about 2 million reference pixels (a 20,000 × 20,000
+pair runs in about 150 MB); progress is reported and a cancel stops at the next block.</p>
 <p>Classes: from the CLASS_NAMES file (lines <code>value,name</code>, or a QGIS colour map
 export), which fixes them; otherwise every value met in either raster, named from the
 reference layer's paletted renderer or the rasters' attribute tables. The agreement raster
