@@ -16,6 +16,7 @@ import shapely
 
 from . import allocator
 from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
+from .boundary_curve import boundary_f1_by_tolerance
 from .boundary import (
     BOUNDARY_SAMPLE_SPACING_M,
     centroid_utm_epsg,
@@ -150,6 +151,7 @@ def evaluate(
     boundary_tolerance_m: float | None = None,
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
+    tolerance_multiples=None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -183,6 +185,10 @@ def evaluate(
             at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
             measured in the WGS 84 / UTM zone of each reference field's centroid.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
+        tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
+            F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
+            ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
+            multiple: about twice the tolerance stage for 1 to 4 times).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -291,6 +297,7 @@ def evaluate(
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
     metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
     warnings += _data_warnings(ref, ignore, pred, ea_crs)
+    warnings += _empty_layer_warnings(n_ref_in, n_pred_in)
     if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
         # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
         metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
@@ -336,6 +343,15 @@ def evaluate(
     )
     if tolerance:
         metrics["boundary_tolerance_m"] = boundary_tolerance_m
+    if tolerance and tolerance_multiples:
+        progress.checkpoint(76, "Boundary F1 at larger tolerances")
+        metrics["boundary_by_tolerance"] = _boundary_curve(
+            ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_tolerance_m, ignored,
+            tolerance_multiples, progress.span(76, 80),
+        )
+        for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
+            if tolerance_multiples[0] == 1.0:  # the same value as the metric, to the last bit
+                metrics["boundary_by_tolerance"][key][0] = metrics[key]
     metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
     matched_iou = tables.reference["iou"][tables.reference["matched"]]
     metrics.update(_distribution("iou", matched_iou))
@@ -739,6 +755,21 @@ def _boundary_metrics(
     return utm_epsg_codes(ref_zoned, pred_zoned)
 
 
+def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
+    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
+    on the same UTM boundaries as the boundary metrics."""
+    ref_crs, pred_crs, ea_crs = crss
+    r = tables.reference
+    return boundary_f1_by_tolerance(
+        zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
+        zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
+        tolerance_m,
+        predicted_counted=~ignored,
+        multiples=tuple(multiples),
+        progress=progress,
+    )
+
+
 def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
     """UTM zone (EPSG) of each polygon: from its centroid in the equal-area CRS, as the seed
     does; a polygon cut at the antimeridian (parts at both ends of the world there) takes the
@@ -764,6 +795,17 @@ def _only_missing_dropped(*layers: PreparedLayer) -> bool:
     )
 
 
+#: How the report words each reason for not evaluating a row (prepare.DROP_REASONS).
+_DROP_WORDS = {
+    "null": "no geometry",
+    "empty": "empty geometry",
+    "not_polygonal": "points or lines",
+    "non_finite": "non-finite coordinates",
+    "zero_area": "zero area",
+    "not_projectable": "not projectable to the equal-area CRS",
+}
+
+
 def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
     """Messages for the report about rows dropped or repaired, and about planar coordinates
     that look like longitude/latitude (a layer whose CRS got lost)."""
@@ -776,13 +818,18 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
         }
         n_dropped = sum(dropped.values())
         if n_dropped:
-            reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dropped.items() if v)
+            reasons = ", ".join(
+                f"{_DROP_WORDS.get(k, k.replace('_', ' '))} {v:,}" for k, v in dropped.items() if v
+            )
             messages.append(
-                f"{n_dropped} of {n_input} {name} rows were not evaluated ({reasons})"
+                f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
             )
         n_repaired = sum(layer.n_repaired for layer in layers)
         if n_repaired:
-            messages.append(f"{n_repaired} invalid {name} geometries were repaired")
+            messages.append(
+                f"{n_repaired:,} invalid {name} geometries were repaired (make_valid, keeping "
+                "their polygonal parts) and evaluated"
+            )
     if ea_crs is None and ref.n + pred.n:
         geoms = np.concatenate([ref.geometries, pred.geometries])
         xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
@@ -792,6 +839,24 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
                 "areas are in squared coordinate units; assign the layers their CRS"
             )
             logger.warning(messages[-1])  # the drop and repair counts are logged by prepare
+    return messages
+
+
+def _empty_layer_warnings(n_reference: int, n_predicted: int) -> list[str]:
+    """A warning (also logged) for each input layer without a single row: the run is scored
+    by the seed's empty-denominator rules, which say little about a model."""
+    messages = []
+    for name, n, rule in (
+        ("reference", n_reference, "every prediction is a false positive, recall is 0"),
+        ("predicted", n_predicted, "every reference field is a false negative, precision is 0"),
+    ):
+        if n == 0:
+            messages.append(
+                f"The {name} layer is empty (no features): {rule}"
+                + (" (with both layers empty, the rates are 1.0 by convention)"
+                   if n_reference == n_predicted == 0 else "")
+            )
+            logger.warning(messages[-1])
     return messages
 
 

@@ -111,7 +111,7 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xla
     if ylim:
         ax.set_ylim(*ylim)
     if len(series) > 1 or vlines:
-        ax.legend(loc="best", fontsize=8, frameon=False)
+        _legend_above(ax)
     return to_data_uri(figure)
 
 
@@ -144,7 +144,7 @@ def histogram(samples: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: st
     _vlines(ax, vlines)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(loc="best", fontsize=8, frameon=False)
+    _legend_above(ax)
     return to_data_uri(figure)
 
 
@@ -187,7 +187,7 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float]], 
     if ylim:
         ax.set_ylim(*ylim)
     if len(series) > 1:
-        ax.legend(loc="best", fontsize=8, frameon=False)
+        _legend_above(ax)
     return to_data_uri(figure)
 
 
@@ -217,6 +217,8 @@ def polygon_panels(panels: Sequence[Mapping], *, ncols: int = 4, panel_in: float
         ax.set_xticks([])
         ax.set_yticks([])
         ax.grid(False)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
         for geometries, style in panel["layers"]:
             for geometry in geometries:
                 path = _polygon_path(geometry, MplPath)
@@ -266,6 +268,16 @@ def _style_axes(ax) -> None:
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+
+
+def _legend_above(ax) -> None:
+    """The legend in one row above the axes, clear of the data."""
+    handles, labels = ax.get_legend_handles_labels()
+    # One row when short; long labels in rows of two or one, so the axes keep their width.
+    width = sum(len(label) for label in labels)
+    ncol = min(len(labels), 4) if width <= 60 else (2 if max(map(len, labels)) <= 40 else 1)
+    ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.01),
+              ncol=max(ncol, 1), fontsize=8, frameon=False, borderaxespad=0.0)
 
 
 def _vlines(ax, vlines) -> None:

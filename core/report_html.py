@@ -38,6 +38,7 @@ class Section:
             ``report``, ``shown``, ``figure`` and the filters ``number``, ``percent``.
         context: the template's variables (figures as data URIs from core.figures, tables...).
         html: ready (trusted, already escaped) HTML instead of a template.
+        lead: shown before the alerts (a headline), not after them.
     """
 
     id: str
@@ -45,6 +46,7 @@ class Section:
     template: str | None = None
     context: dict = field(default_factory=dict)
     html: str | None = None
+    lead: bool = False
 
 
 @dataclass
@@ -79,6 +81,8 @@ def render_report(
     alerts: Sequence[Alert | str] = (),
     definitions: Sequence[Definition] = (),
     templates_dir: str | Path = TEMPLATES_DIR,
+    summary_template: str | None = None,
+    summary_context: dict | None = None,
 ) -> str:
     """The report as one self-contained HTML page.
 
@@ -91,7 +95,9 @@ def render_report(
         title: page title, e.g. "Evaluate polygons (IoU matching)".
         algorithm_id: e.g. "ioueval:evaluatepolygons".
         sections: the algorithm's sections, shown between the alerts and "Reproduce".
-        summary: the result in one or two sentences, under the header.
+        summary: the result in one or two sentences, under the header; or
+        summary_template: a template (relative to ``templates_dir``) for it, rendered with
+            ``summary_context``, so its numbers can be ``shown``.
         alerts: warnings of the run (strings are warnings).
         definitions: every key of the JSON report, shown in "Definitions".
     Returns the HTML text. Raises jinja2.TemplateError on a template error and KeyError
@@ -106,7 +112,12 @@ def render_report(
         body = section.html if section.template is None else (
             env.get_template(section.template).render(**section.context)
         )
-        rendered.append({"id": section.id, "title": section.title, "body": body or ""})
+        rendered.append({"id": section.id, "title": section.title, "body": body or "",
+                         "lead": section.lead})
+    if summary_template is not None:
+        from markupsafe import Markup
+
+        summary = Markup(env.get_template(summary_template).render(**(summary_context or {})))
     provenance = dict(safe.get("provenance") or {})
     created = provenance.pop("created_utc", None) or utc_now()
     reproduce = safe.get("reproduce") or {}

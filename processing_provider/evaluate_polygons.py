@@ -21,7 +21,6 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
-    QgsProviderRegistry,
 )
 from qgis.PyQt.QtCore import QVariant
 
@@ -30,9 +29,12 @@ from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
-from ..core.report import build_report, render_html, to_json_text, write_atomically
+from ..core.boundary_curve import TOLERANCE_MULTIPLES
+from ..core.report import build_report, to_json_text, write_atomically
+from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
-from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
+from .csvt import csv_path, write_csvt
 from .geopackage import direct_location
 from .layers import (
     crs_for_pyproj,
@@ -41,7 +43,6 @@ from .layers import (
     layer_crs_definition,
     read_source,
 )
-from .metadata import plugin_version
 from .outputs import (
     FALSE_NEGATIVES,
     FALSE_POSITIVES,
@@ -54,11 +55,14 @@ from .outputs import (
 from .validation import (
     destination_path,
     is_data_source_uri,
+    missing_field_error,
+    threshold_error,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
 )
-from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
+from .reporting import input_description, plain_parameters, provenance, same_layer_warning
+from .styles import StylePostProcessor, store_style_in_file, style_path
 from .wkb import CURVE_SEGMENT_ANGLE
 
 MATCHING_LABELS = (
@@ -325,12 +329,15 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
+        # Before QGIS's own checks, whose messages do not say what is wrong.
+        error = threshold_error(
+            parameters.get(self.IOU_THRESHOLD, 0.5), self.IOU_THRESHOLD
+        ) or self._missing_field_error(parameters, context)
+        if error:
+            return False, self.tr(error)
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        threshold = self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context)
-        if not 0.0 < threshold <= 1.0:
-            return False, self.tr(f"IOU_THRESHOLD must be in (0, 1], got {threshold}")
         try:
             resolve_equal_area_crs(self._equal_area_crs(parameters, context))
         except ValueError as exc:
@@ -373,6 +380,28 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             return False, error
         return True, ""
 
+    def _missing_field_error(self, parameters, context):
+        """The message for the first field parameter naming a field its layer lacks."""
+        for names, layer_name in ((self.REFERENCE_FIELDS, self.REFERENCE),
+                                  (self.PREDICTED_FIELDS, self.PREDICTED)):
+            given = [n for n in names if parameters.get(n) not in (None, "")]
+            if not given:
+                continue
+            try:
+                source = self.parameterAsSource(parameters, layer_name, context)
+            except Exception:  # noqa: BLE001 (an unreadable layer is QGIS's to report)
+                source = None
+            if source is None:
+                continue
+            layer = self.parameterAsVectorLayer(parameters, layer_name, context)
+            for name in given:
+                field_name = self.parameterAsString(parameters, name, context)
+                if source.fields().lookupField(field_name) < 0:
+                    return missing_field_error(
+                        name, field_name, source, layer.name() if layer is not None else ""
+                    )
+        return None
+
     def _fields_given(self, parameters, context, predicted_source, reference_source):
         """{parameter name: (field name, index)} for the field parameters that are set.
 
@@ -386,7 +415,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 continue
             index = source.fields().lookupField(field_name)
             if index < 0:
-                raise ValueError(f"{name}: the layer has no field {field_name!r}")
+                raise ValueError(missing_field_error(name, field_name, source))
             fields[name] = (field_name, index)
         return fields
 
@@ -474,12 +503,24 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ) if reference else None
         if predicted is None:
             return {}
+        # Warnings of the provider's own, for the log and the report's alerts.
+        run_warnings = []
         for name, features in (("reference", reference), ("predicted", predicted)):
             if features.n_curved:
-                feedback.pushInfo(
+                run_warnings.append(
                     f"{features.n_curved} {name} geometries with arcs were cut into straight "
                     f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
                 )
+                feedback.pushInfo(run_warnings[-1])
+        same = same_layer_warning(self, parameters, context)
+        if same:
+            run_warnings.append(same)
+            feedback.pushWarning(same)
+        # A layer without features (an empty GeoJSON file has no CRS) takes the other's CRS.
+        for features, other in ((reference, predicted), (predicted, reference)):
+            if len(features.geometries) == 0 and features.crs_wkt is None:
+                features.crs_wkt = other.crs_wkt
+        html_requested = _requested(parameters, self.REPORT_HTML)
 
         def column(features, name):
             if name not in fields:
@@ -503,6 +544,8 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                     reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
                     predicted_scores=column(predicted, self.SCORE_FIELD),
                     progress=_FeedbackProgress(feedback, 20, 75),
+                    # The curve of boundary F1 against the tolerance is drawn in the HTML.
+                    tolerance_multiples=TOLERANCE_MULTIPLES if html_requested else None,
                     **options,
                 )
         except EvaluationCanceled:
@@ -544,20 +587,25 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
         feedback.setProgressText(self.tr("Writing reports"))
         inputs = {
-            "reference": _input_description(self, parameters, self.REFERENCE, context, reference),
-            "predicted": _input_description(self, parameters, self.PREDICTED, context, predicted),
+            name: input_description(self, parameters, parameter, context,
+                                    len(features.feature_ids))
+            for name, parameter, features in (("reference", self.REFERENCE, reference),
+                                              ("predicted", self.PREDICTED, predicted))
         }
-        report = build_report(
-            evaluation,
-            inputs,
-            {"plugin": plugin_version(), "qgis": QGIS_VERSION},
-        )
+        report = build_report(evaluation, inputs, provenance())
         report["parameters"].update(
             {name.lower(): field_name for name, (field_name, _) in fields.items()}
         )
+        report["warnings"] += run_warnings
+        report.update(report_extras(evaluation, ref_ids))
+        report["reproduce"] = {
+            "algorithm": self.id() or "ioueval:evaluatepolygons",
+            "parameters": plain_parameters(self, parameters, context),
+        }
         for name, render in (
             (self.REPORT_JSON, to_json_text),
-            (self.REPORT_HTML, lambda data: render_html(data, REPORT_TEMPLATE)),
+            (self.REPORT_HTML,
+             lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
         ):
             path = self.parameterAsFileOutput(parameters, name, context)
             if not _requested(parameters, name) or not path:
@@ -605,7 +653,7 @@ class _OutputWriter:
         names = [name for name in LAYER_OUTPUTS if _requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
         start, end = self.progress_range
-        results, written = {}, 0
+        results, written, written_fields = {}, 0, {}
         # A file output is closed (flushed, its spatial index built: a third of its writing
         # time) on a worker thread while the next one is written; QGIS releases the GIL
         # there. Only when every output is a file of its own (or a memory layer): other
@@ -643,8 +691,12 @@ class _OutputWriter:
                 else:
                     del sink
                 results[name] = dest_id
+                written_fields[name] = fields
         for name, dest_id in results.items():  # all closed: styles go into the files
             self._style(name, dest_id)
+            csv_file = csv_path(dest_id)
+            if csv_file is not None:  # column types, or QGIS reads every column as text
+                write_csvt(csv_file, written_fields[name])
         return results
 
     def _style(self, name, dest_id):
@@ -677,21 +729,3 @@ def _transform(predicted_source, reference_source, context):
     ):
         return None
     return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
-
-
-def _input_description(algorithm, parameters, name, context, features):
-    layer = algorithm.parameterAsVectorLayer(parameters, name, context)
-    value = parameters.get(name)
-    selected_only = bool(getattr(value, "selectedFeaturesOnly", False))
-    parts = (
-        QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
-        if layer is not None
-        else {}
-    )
-    return {
-        "source": layer.publicSource() if layer is not None else str(value),
-        "layer_name": parts.get("layerName") or (layer.name() if layer is not None else None),
-        "feature_count": len(features.feature_ids),
-        "selected_features_only": selected_only,
-        "crs": layer.crs().authid() if layer is not None else None,
-    }
