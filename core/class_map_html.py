@@ -30,6 +30,21 @@ DEFINITIONS = (
                "class, predicted another class, a value that is not a class (other) or "
                "nothing (no prediction). Pixels for rasters, m² for polygons.",
                "TP = M[k,k], FP = row sum − TP, FN = column sum − TP"),
+    Definition("per_class.<value>.areas", "The class's TP, FP and FN, and its reference and "
+               "predicted totals (column and row sums), in m² (geographic rasters: each row's "
+               "cell area on the ellipsoid; polygons: the equal-area CRS)",
+               "tp_m2, fp_m2, fn_m2, reference_m2, predicted_m2"),
+    Definition("per_class.<value>.status", "present in both, reference only, prediction only, "
+               "or absent from both (all its ratios are 0/0, shown as –)"),
+    Definition("classes", "Every class, in matrix order: value (as text), name, status"),
+    Definition("absent_classes", "The classes missing from the reference, from the "
+               "prediction, or from both"),
+    Definition("unit", "Unit of tp, fp, fn and of confusion_matrix.counts: pixels (rasters) "
+               "or m2 (polygons)"),
+    Definition("alignment", "Rasters: both grids (CRS, pixel size, origin), the sub-pixel "
+               "shift, valid reference pixels not covered by the prediction (not scored), no "
+               "prediction and other counts. Polygons: the area compared, areas without a "
+               "prediction, rows dropped and overlaps inside each layer"),
     Definition("miou", "Mean IoU over the classes present in either map; a class absent from "
                "both (0/0) is reported as absent and left out", "mean over present k of IoU_k",
                "Everingham et al. 2010; iou_article.txt"),
