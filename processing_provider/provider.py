@@ -5,10 +5,12 @@ from pathlib import Path
 from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
+from .classmap_iou import ClassMapIoUAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .parse_model_output import ParseModelOutputAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
+from .raster_iou import RasterIoUAlgorithm
 from .spatial_match import SpatialMatchAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
@@ -38,3 +40,5 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(PixelsPerFieldAlgorithm())
         self.addAlgorithm(ParseModelOutputAlgorithm())
         self.addAlgorithm(SpatialMatchAlgorithm())
+        self.addAlgorithm(RasterIoUAlgorithm())
+        self.addAlgorithm(ClassMapIoUAlgorithm())

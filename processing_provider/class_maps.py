@@ -1,0 +1,154 @@
+"""What ioueval:rasteriou and ioueval:classmapiou share: their toolbox group, the per-class
+table output, the JSON and HTML reports, the numeric outputs and progress forwarding."""
+
+from __future__ import annotations
+
+from qgis.core import (
+    QgsFeature,
+    QgsField,
+    QgsFields,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterFeatureSink,
+    QgsProcessingParameterFileDestination,
+)
+from qgis.PyQt.QtCore import QVariant
+
+from ..core.class_map_html import render_class_map_html
+from ..core.progress import EvaluationCanceled
+from ..core.report import to_json_text, write_atomically
+from .base import IoUEvaluationAlgorithm
+from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
+from .reporting import plain_parameters, provenance
+from .validation import same_destination_error, unwritable_destination_error
+
+#: Per-class table columns after class_value and class_name: (key in per_class, type).
+_METRIC_COLUMNS = ("iou", "dice", "precision", "recall")
+_AREA_COLUMNS = ("tp_m2", "fp_m2", "fn_m2", "reference_m2", "predicted_m2")
+
+
+class ClassMapAlgorithm(IoUEvaluationAlgorithm):
+    """Base of the class-map algorithms: subclasses declare their inputs, then call
+    ``add_class_map_outputs``; ``processAlgorithm`` ends with ``write_class_map_outputs``."""
+
+    GROUP = "Class maps"
+    GROUP_ID = "classmaps"
+    OUTPUT_TABLE = "OUTPUT_TABLE"
+    REPORT_JSON = "REPORT_JSON"
+    REPORT_HTML = "REPORT_HTML"
+    #: {output name: (report key, label)}
+    NUMERIC_OUTPUTS = {"MIOU": ("miou", "Mean IoU over classes present in either map")}
+    #: Extra file destinations of a subclass, checked with the reports.
+    EXTRA_DESTINATIONS = ()
+
+    def add_class_map_outputs(self):
+        self.addParameter(QgsProcessingParameterFeatureSink(
+            self.OUTPUT_TABLE, self.tr("Per-class table"), TABLE, optional=True,
+            createByDefault=True,
+        ))
+        for name, label, file_filter in (
+            (self.REPORT_JSON, "Class-map report (JSON)", "JSON files (*.json)"),
+            (self.REPORT_HTML, "Class-map report (HTML)", "HTML files (*.html *.htm)"),
+        ):
+            self.addParameter(QgsProcessingParameterFileDestination(
+                name, self.tr(label), file_filter, optional=True, createByDefault=True,
+            ))
+        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
+            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+
+    def destination_error(self, parameters) -> str | None:
+        """A message when two outputs share a file or an output folder cannot be written."""
+        names = (self.OUTPUT_TABLE, self.REPORT_JSON, self.REPORT_HTML) + self.EXTRA_DESTINATIONS
+        return same_destination_error(parameters, names) or next(
+            filter(None, (unwritable_destination_error(parameters, n) for n in names)), None
+        )
+
+    def progress(self, feedback, start: float, end: float):
+        """A core progress callable(fraction) into [start, end] % that raises
+        EvaluationCanceled when the user cancels."""
+
+        def advance(fraction):
+            feedback.setProgress(start + (end - start) * fraction)
+            if feedback.isCanceled():
+                raise EvaluationCanceled("canceled")
+
+        return advance
+
+    def finish_report(self, report, parameters, context):
+        """Add provenance and the "reproduce" parameters to a core class-map report."""
+        report["provenance"] = {**report.get("provenance", {}), **provenance()}
+        report["reproduce"] = {
+            "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
+        }
+        return report
+
+    def write_class_map_outputs(self, parameters, context, feedback, report) -> dict:
+        """Write the per-class table and the reports; returns the results dict (outputs and
+        numbers)."""
+        results = {}
+        if requested(parameters, self.OUTPUT_TABLE):
+            results[self.OUTPUT_TABLE] = self._write_table(parameters, context, report)
+        for name, render in (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML, lambda data: render_class_map_html(
+                data, title=self.displayName(), algorithm_id=self.id())),
+        ):
+            path = self.parameterAsFileOutput(parameters, name, context)
+            if not requested(parameters, name) or not path:
+                continue
+            try:
+                write_atomically(path, render(report))
+            except OSError as exc:
+                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
+            results[name] = path
+        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
+            value = report[key]
+            results[name] = float(value) if value is not None else None
+        feedback.setProgress(100)
+        return results
+
+    def _write_table(self, parameters, context, report) -> str:
+        count_type = QVariant.LongLong if report["unit"] == "pixels" else QVariant.Double
+        suffix = "" if report["unit"] == "pixels" else "_m2"
+        fields = QgsFields()
+        for name, variant in (
+            [("class_value", QVariant.String), ("class_name", QVariant.String),
+             ("status", QVariant.String)]
+            + [(key, QVariant.Double) for key in _METRIC_COLUMNS]
+            + [(f"{key}{suffix}" if suffix else key, count_type) for key in ("tp", "fp", "fn")]
+            + ([(key, QVariant.Double) for key in _AREA_COLUMNS] if not suffix else [])
+        ):
+            fields.append(QgsField(name, variant))
+        sink, dest_id = self.parameterAsSink(
+            parameters, self.OUTPUT_TABLE, context, fields, NO_GEOMETRY
+        )
+        if sink is None:
+            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT_TABLE))
+        features = []
+        for value, row in report["per_class"].items():
+            attributes = [value, row["name"], row["status"]]
+            attributes += [_plain(row[key]) for key in _METRIC_COLUMNS]
+            attributes += [_plain(row[key]) for key in ("tp", "fp", "fn")]
+            if not suffix:
+                attributes += [_plain(row["areas"][key]) for key in _AREA_COLUMNS]
+            feature = QgsFeature(fields)
+            feature.setAttributes(attributes)
+            features.append(feature)
+        if not sink.addFeatures(features, FAST_INSERT):
+            raise QgsProcessingException(
+                self.writeFeatureError(sink, parameters, self.OUTPUT_TABLE)
+            )
+        del sink
+        return dest_id
+
+
+def _plain(value):
+    """A QGIS-safe attribute (numpy scalars would drop the feature); None stays NULL."""
+    if value is None:
+        return None
+    return int(value) if isinstance(value, int) else float(value)
+
+
+def requested(parameters, name) -> bool:
+    """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
+    return parameters.get(name) not in (None, "")

@@ -1,0 +1,170 @@
+"""Processing algorithm ioueval:classmapiou: per-class IoU and mIoU of two categorised
+polygon layers, from exact overlay areas."""
+
+from __future__ import annotations
+
+from qgis.core import (
+    QgsProcessingException,
+    QgsProcessingParameterCrs,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterField,
+)
+
+from ..core.class_map_polygons import polygon_class_confusion
+from ..core.class_map_report import build_class_map_report
+from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core.progress import EvaluationCanceled
+from .class_maps import ClassMapAlgorithm
+from .compat import VECTOR_POLYGON
+from .layers import crs_for_pyproj, forward_core_log, read_source
+from .reporting import input_description
+from .validation import polygon_source_error
+
+HELP = """
+<p>Scores a categorised polygon layer (a land-cover or crop map) against a reference one,
+class by class, from exact overlay areas in m² in the equal-area CRS (default EPSG:6933):
+no rasterisation, no resampling error. Geometries are repaired and reprojected as in
+<i>Evaluate polygons</i>; rows without a class value are dropped and counted.</p>
+<p>Area compared: the overlap of the two layers' extents, or the STUDY_AREA polygons. Cell
+M[p, r] of the confusion matrix (<b>rows = prediction, columns = reference</b>) is the area
+where the prediction says p and the reference says r; the <i>no prediction</i> row holds the
+reference area no predicted polygon covers. Predicted ground without a reference polygon is
+not scored (the reference says nothing there). Two polygons of different classes on the same
+ground in one layer count once in each class, and are reported; polygons of one class that
+overlap count once.</p>
+<p>Per class: <b>IoU = TP / (TP + FP + FN)</b> (areas in m²), Dice = 2TP / (2TP + FP + FN),
+precision (user's accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP / (TP + FN).
+<b>mIoU</b> over the classes present in either map (absent from both: reported, left out);
+frequency-weighted IoU; overall accuracy by area (reported as <code>pixel_accuracy</code>).
+Class values are compared as text, trimmed and case-insensitive (as everywhere in the
+plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest".</p>
+"""
+
+
+class ClassMapIoUAlgorithm(ClassMapAlgorithm):
+    NAME = "classmapiou"
+    DISPLAY_NAME = "Class map IoU (polygons)"
+    HELP = HELP
+    PREDICTED = "PREDICTED"
+    REFERENCE = "REFERENCE"
+    PREDICTED_CLASS_FIELD = "PREDICTED_CLASS_FIELD"
+    REFERENCE_CLASS_FIELD = "REFERENCE_CLASS_FIELD"
+    EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
+    STUDY_AREA = "STUDY_AREA"
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        for layer, field, label in (
+            (self.PREDICTED, self.PREDICTED_CLASS_FIELD, "Predicted class map (polygons)"),
+            (self.REFERENCE, self.REFERENCE_CLASS_FIELD, "Reference class map (polygons)"),
+        ):
+            self.addParameter(QgsProcessingParameterFeatureSource(
+                layer, self.tr(label), [VECTOR_POLYGON]
+            ))
+            self.addParameter(QgsProcessingParameterField(
+                field, self.tr(f"{label}: class field"), parentLayerParameterName=layer
+            ))
+        self.addParameter(QgsProcessingParameterCrs(
+            self.EQUAL_AREA_CRS, self.tr("Equal-area CRS for areas (metres)"),
+            defaultValue=DEFAULT_EQUAL_AREA_CRS,
+            optional=True,  # as in evaluatepolygons: an omitted value takes the default
+        ))
+        self.addParameter(QgsProcessingParameterFeatureSource(
+            self.STUDY_AREA, self.tr("Study area (default: where the layers' extents overlap)"),
+            [VECTOR_POLYGON], optional=True,
+        ))
+        self.add_class_map_outputs()
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        try:
+            resolve_equal_area_crs(self._equal_area_crs(parameters, context))
+        except ValueError as exc:
+            return False, f"EQUAL_AREA_CRS: {exc}"
+        for name, field in ((self.PREDICTED, self.PREDICTED_CLASS_FIELD),
+                            (self.REFERENCE, self.REFERENCE_CLASS_FIELD)):
+            source = self.parameterAsSource(parameters, name, context)
+            if source is None:
+                return False, f"{name}: the layer could not be read"
+            error = polygon_source_error(source, name)
+            if error:
+                return False, error
+            field_name = self.parameterAsString(parameters, field, context)
+            if source.fields().lookupField(field_name) < 0:
+                return False, f"{field}: the layer has no field {field_name!r}"
+        error = self.destination_error(parameters)
+        return (False, error) if error else (True, "")
+
+    def _equal_area_crs(self, parameters, context):
+        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
+        return crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        layers = {}
+        for k, (name, field) in enumerate(((self.REFERENCE, self.REFERENCE_CLASS_FIELD),
+                                           (self.PREDICTED, self.PREDICTED_CLASS_FIELD))):
+            source = self.parameterAsSource(parameters, name, context)
+            if source is None:
+                raise QgsProcessingException(self.invalidSourceError(parameters, name))
+            index = source.fields().lookupField(
+                self.parameterAsString(parameters, field, context)
+            )
+            features = read_source(source, feedback, (10 * k, 10 * k + 10), [index])
+            if features is None:
+                return {}
+            classes = [attributes[index] for attributes in features.attributes]
+            layers[name] = (features, classes)
+        study = None
+        study_source = self.parameterAsSource(parameters, self.STUDY_AREA, context)
+        if study_source is not None:
+            study = read_source(study_source, feedback, (20, 25), [])
+            if study is None:
+                return {}
+        reference, reference_classes = layers[self.REFERENCE]
+        predicted, predicted_classes = layers[self.PREDICTED]
+        feedback.setProgressText(self.tr("Overlaying the class maps"))
+        try:
+            with forward_core_log(feedback):
+                result = polygon_class_confusion(
+                    predicted.geometries, predicted_classes,
+                    reference.geometries, reference_classes,
+                    predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
+                    equal_area_crs=self._equal_area_crs(parameters, context),
+                    study_area=study.geometries if study is not None else None,
+                    study_area_crs=study.crs_wkt if study is not None else None,
+                    progress=self.progress(feedback, 25, 90),
+                )
+        except EvaluationCanceled:
+            return {}
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        inputs = {
+            "reference": input_description(self, parameters, self.REFERENCE, context,
+                                           len(reference.feature_ids)),
+            "predicted": input_description(self, parameters, self.PREDICTED, context,
+                                           len(predicted.feature_ids)),
+        }
+        if study is not None:
+            inputs["study_area"] = input_description(self, parameters, self.STUDY_AREA,
+                                                     context, len(study.feature_ids))
+        report = build_class_map_report(
+            result.classes, result.areas_m2, result.areas_m2, "m2", result.alignment,
+            parameters={
+                "predicted_class_field": self.parameterAsString(
+                    parameters, self.PREDICTED_CLASS_FIELD, context),
+                "reference_class_field": self.parameterAsString(
+                    parameters, self.REFERENCE_CLASS_FIELD, context),
+                "equal_area_crs": result.alignment["equal_area_crs"],
+                "area_compared": result.alignment["extent"],
+            },
+            inputs=inputs, provenance={}, warnings=result.warnings,
+        )
+        self.finish_report(report, parameters, context)
+        miou = report["miou"]
+        feedback.pushInfo(
+            f"mIoU {'–' if miou is None else f'{miou:.4f}'} over "
+            f"{report['conventions']['n_classes_in_mean']} classes (areas in m² in "
+            f"{result.alignment['equal_area_crs']})"
+        )
+        return self.write_class_map_outputs(parameters, context, feedback, report)

@@ -1,0 +1,254 @@
+"""Processing algorithm ioueval:rasteriou: per-class IoU and mIoU of two label rasters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qgis.core import (
+    QgsPalettedRasterRenderer,
+    QgsProcessingException,
+    QgsProcessingParameterBand,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterRasterDestination,
+    QgsProcessingParameterRasterLayer,
+    QgsProcessingParameterString,
+    QgsRasterLayer,
+)
+
+from ..core.class_map_report import build_class_map_report
+from ..core.progress import EvaluationCanceled
+from ..core.raster_confusion import open_band, raster_confusion, read_class_table
+from .class_maps import ClassMapAlgorithm, requested
+from .styles import STYLE_DIR, StylePostProcessor
+
+HELP = """
+<p>Scores a predicted class raster against a reference class raster, class by class.
+The reference grid is the target: each reference pixel takes the predicted pixel under its
+centre (nearest neighbour, computed on the fly from both geotransforms and, when the CRSs
+differ, a PROJ transformation; no file is written). Only the overlapping extent is scored;
+the report gives both grids, the sub-pixel shift and the share of valid reference pixels
+the prediction does not cover.</p>
+<p><b>Nodata is never guessed.</b> Reference pixels that are nodata (the band's own value,
+or NaN) or carry an <i>ignore value</i> (void) are left out. A prediction that is nodata on a
+valid reference pixel counts in the <b>no prediction</b> row; a predicted value that is not a
+class of the class table counts in <b>other</b>: both are omissions of the reference class,
+never dropped. Class 0 is a class unless listed in the ignore values.</p>
+<p>Confusion matrix: <b>rows = prediction, columns = reference</b>, int64 counts. Per class
+k: TP = M[k,k], FP = row sum − TP, FN = column sum − TP;
+<b>IoU = TP / (TP + FP + FN)</b>, Dice (F1) = 2TP / (2TP + FP + FN), precision (user's
+accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP / (TP + FN).
+<b>mIoU</b> = mean IoU over the classes present in either map; a class absent from both is
+reported as absent and left out (scikit-learn's labels= macro mean and torchmetrics would
+count it as 0: the report gives that value too). Frequency-weighted IoU = Σ (reference
+share × IoU); pixel accuracy = Σ TP / all scored pixels. Areas in m² (geographic CRS: each
+row's cell area on the ellipsoid). Definitions: Everingham et al. 2010 (PASCAL VOC); Long
+et al. 2015 (FCN).</p>
+<p>The rasters are read in blocks of about 2 million reference pixels (a 20,000 × 20,000
+pair runs in about 150 MB); progress is reported and a cancel stops at the next block.</p>
+<p>Classes: from the CLASS_NAMES file (lines <code>value,name</code>, or a QGIS colour map
+export), which fixes them; otherwise every value met in either raster, named from the
+reference layer's paletted renderer or the rasters' attribute tables. The agreement raster
+codes 1 correct, 2 wrong class, 3 other, 4 no prediction, 5 outside the prediction (0 =
+not evaluated).</p>
+"""
+
+
+class RasterIoUAlgorithm(ClassMapAlgorithm):
+    NAME = "rasteriou"
+    DISPLAY_NAME = "Label raster IoU"
+    HELP = HELP
+    PREDICTED = "PREDICTED"
+    REFERENCE = "REFERENCE"
+    PREDICTED_BAND = "PREDICTED_BAND"
+    REFERENCE_BAND = "REFERENCE_BAND"
+    IGNORE_VALUES = "IGNORE_VALUES"
+    CLASS_NAMES = "CLASS_NAMES"
+    AGREEMENT_RASTER = "AGREEMENT_RASTER"
+    EXTRA_DESTINATIONS = (AGREEMENT_RASTER,)
+    NUMERIC_OUTPUTS = {
+        **ClassMapAlgorithm.NUMERIC_OUTPUTS,
+        "PIXEL_ACCURACY": ("pixel_accuracy", "Pixel accuracy"),
+    }
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        for layer, band, label in (
+            (self.PREDICTED, self.PREDICTED_BAND, "Predicted class raster"),
+            (self.REFERENCE, self.REFERENCE_BAND, "Reference class raster"),
+        ):
+            self.addParameter(QgsProcessingParameterRasterLayer(layer, self.tr(label)))
+            self.addParameter(QgsProcessingParameterBand(
+                band, self.tr(f"{label}: band"), defaultValue=1, parentLayerParameterName=layer,
+                # Optional only so that an omitted value takes the default: 3.22 rejects a
+                # missing band even when the parameter has a default.
+                optional=True,
+            ))
+        self.addParameter(QgsProcessingParameterString(
+            self.IGNORE_VALUES,
+            self.tr("Values to ignore (void), comma-separated, besides each raster's nodata"),
+            defaultValue="", optional=True,
+        ))
+        self.addParameter(QgsProcessingParameterFile(
+            self.CLASS_NAMES, self.tr("Class table (value,name per line; fixes the classes)"),
+            optional=True, fileFilter="Class tables (*.csv *.txt);;All files (*.*)",
+        ))
+        self.add_class_map_outputs()
+        self.addParameter(QgsProcessingParameterRasterDestination(
+            self.AGREEMENT_RASTER, self.tr("Agreement raster (correct / wrong / missed)"),
+            optional=True, createByDefault=False,
+        ))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        try:
+            self._ignore_values(parameters, context)
+            self._class_table(parameters, context)
+            for name, band in ((self.PREDICTED, self.PREDICTED_BAND),
+                               (self.REFERENCE, self.REFERENCE_BAND)):
+                self._band(parameters, context, name, band)
+        except ValueError as exc:
+            return False, str(exc)
+        error = self.destination_error(parameters)
+        return (False, error) if error else (True, "")
+
+    def _ignore_values(self, parameters, context) -> list[float]:
+        text = self.parameterAsString(parameters, self.IGNORE_VALUES, context) or ""
+        values = []
+        for part in filter(None, (p.strip() for p in text.replace(";", ",").split(","))):
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise ValueError(f"IGNORE_VALUES: {part!r} is not a number") from None
+        return values
+
+    def _class_table(self, parameters, context):
+        path = self.parameterAsFile(parameters, self.CLASS_NAMES, context)
+        if not path:
+            return None
+        try:
+            return read_class_table(path)
+        except OSError as exc:
+            raise ValueError(f"CLASS_NAMES: cannot read {path}: {exc}") from None
+
+    def _band(self, parameters, context, name, band_name):
+        layer = self.parameterAsRasterLayer(parameters, name, context)
+        if layer is None:
+            raise ValueError(f"{name}: the raster could not be read")
+        if layer.providerType() != "gdal":
+            raise ValueError(f"{name}: a raster GDAL can read is needed, got a "
+                             f"{layer.providerType()} layer")
+        band = self.parameterAsInt(parameters, band_name, context) or 1
+        return open_band(layer.source(), band, name), layer
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        try:
+            predicted, _ = self._band(parameters, context, self.PREDICTED, self.PREDICTED_BAND)
+            reference, ref_layer = self._band(
+                parameters, context, self.REFERENCE, self.REFERENCE_BAND
+            )
+            ignore = self._ignore_values(parameters, context)
+            class_table = self._class_table(parameters, context) or _renderer_names(ref_layer)
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        fixed = bool(self.parameterAsFile(parameters, self.CLASS_NAMES, context))
+        agreement = None
+        if requested(parameters, self.AGREEMENT_RASTER):
+            agreement = self.parameterAsOutputLayer(parameters, self.AGREEMENT_RASTER, context)
+        feedback.setProgressText(self.tr("Comparing the rasters block by block"))
+        try:
+            result = raster_confusion(
+                predicted, reference, ignore,
+                class_table=class_table if fixed else None,
+                agreement_path=agreement,
+                progress=self.progress(feedback, 0, 90),
+            )
+        except EvaluationCanceled:
+            return {}
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        if not fixed and class_table:  # names from the paletted renderer
+            for value, name in class_table:
+                k = result.classes.position(value)
+                if k is not None and name:
+                    result.classes.names[k] = name
+        for message in result.warnings:
+            feedback.pushWarning(message)
+        report = build_class_map_report(
+            result.classes, result.counts, result.areas_m2, "pixels", result.alignment,
+            parameters={"ignore_values": ignore, "class_table": "file" if fixed else
+                        ("paletted renderer" if class_table else "values found")},
+            inputs={
+                "reference": _raster_input(reference), "predicted": _raster_input(predicted),
+            },
+            provenance={}, warnings=result.warnings,
+        )
+        self.finish_report(report, parameters, context)
+        shift = result.alignment["share_reference_outside_prediction"]
+        feedback.pushInfo(
+            f"mIoU {_fmt(report['miou'])} over {report['conventions']['n_classes_in_mean']} "
+            f"classes, pixel accuracy {_fmt(report['pixel_accuracy'])}, FWIoU "
+            f"{_fmt(report['fwiou'])}; valid reference pixels outside the prediction: "
+            f"{_fmt(shift)}"
+        )
+        results = self.write_class_map_outputs(parameters, context, feedback, report)
+        if agreement:
+            results[self.AGREEMENT_RASTER] = agreement
+            _style_agreement(agreement, context)
+        return results
+
+
+def _renderer_names(layer: QgsRasterLayer):
+    """(value, label) of a paletted renderer's classes, or None."""
+    renderer = layer.renderer()
+    if not isinstance(renderer, QgsPalettedRasterRenderer):
+        return None
+    rows = []
+    for item in renderer.classes():
+        value = float(item.value)
+        rows.append((int(value) if value.is_integer() else value, item.label))
+    return rows or None
+
+
+def _raster_input(band) -> dict:
+    """A raster as the report's "What was compared" shows it."""
+    return {
+        "source": band.path,
+        "layer_name": Path(band.path).name,
+        "crs": band.describe()["crs"],
+        "feature_count": None,
+        "selected_features_only": False,
+        "filter": None,
+        "band": band.band,
+        "size": f"{band.width} × {band.height} pixels",
+    }
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+AGREEMENT_STYLE = str(STYLE_DIR / "agreement.qml")
+
+
+def _style_agreement(path: str, context) -> None:
+    """Store the agreement style beside the file (.qml) and apply it when QGIS loads it."""
+    target = Path(path).with_suffix(".qml")
+    try:
+        target.write_text(Path(AGREEMENT_STYLE).read_text(encoding="utf-8"), encoding="utf-8")
+    except OSError:
+        pass
+    if context.willLoadLayerOnCompletion(path):
+        details = context.layerToLoadOnCompletionDetails(path)
+        details.setPostProcessor(_RasterStyle.for_style(AGREEMENT_STYLE))
+
+
+class _RasterStyle(StylePostProcessor):
+    """StylePostProcessor for raster layers."""
+
+    _instances: dict = {}
+
+    def postProcessLayer(self, layer, context, feedback):  # noqa: N802
+        if isinstance(layer, QgsRasterLayer):
+            layer.loadNamedStyle(self.qml_path)
+            layer.triggerRepaint()

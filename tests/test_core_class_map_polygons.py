@@ -1,0 +1,127 @@
+"""core.class_map_polygons: exact class-map confusion of two categorised polygon layers."""
+
+import numpy as np
+import pytest
+import shapely
+from test_core_raster_confusion import write_raster
+
+from iou_evaluation.core.class_map_polygons import polygon_class_confusion
+from iou_evaluation.core.class_map_report import build_class_map_report
+from iou_evaluation.core.confusion import class_metrics
+from iou_evaluation.core.raster_confusion import open_band, raster_confusion
+
+
+def test_overlap_of_extents_by_default_study_area_when_given():
+    reference = [shapely.box(0, 0, 10, 10)]
+    predicted = [shapely.box(5, 0, 15, 10)]
+    # Default: only the overlap of the two extents, [5, 10] × [0, 10], which both cover.
+    result = polygon_class_confusion(predicted, ["a"], reference, ["a"])
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0]
+    # A study area over both: TP 50, FN 50 (reference without prediction); the predicted
+    # ground without reference, [10, 15], is not scored (as reference nodata in a raster).
+    result = polygon_class_confusion(predicted, ["a"], reference, ["a"],
+                                     study_area=[shapely.box(0, 0, 15, 10)])
+    metrics = class_metrics(result.areas_m2)
+    assert (metrics["tp"][0], metrics["fp"][0], metrics["fn"][0]) == (50, 0, 50)
+    assert metrics["iou"][0] == pytest.approx(1 / 2)
+    assert result.areas_m2[-1].tolist() == [50.0]  # reference without a prediction
+
+
+def test_issue_values_as_polygons():
+    # The issue's 1 × 4 maps as unit squares: reference [0, 1, 0, 0], prediction [0, 1, 0, 1].
+    cells = [shapely.box(x, 0, x + 1, 1) for x in range(4)]
+    result = polygon_class_confusion(cells, [0, 1, 0, 1], cells, [0, 1, 0, 0])
+    metrics = class_metrics(result.areas_m2)
+    assert result.classes.values == ["0", "1"]
+    assert metrics["iou"].tolist() == pytest.approx([2 / 3, 1 / 2])
+    assert metrics["miou"] == pytest.approx(7 / 12)
+
+
+def test_overlap_of_two_classes_in_one_layer_counts_once_per_class_and_is_reported():
+    # Reference: "a" on [0, 2] × [0, 1] and "b" on [1, 3] × [0, 1]: [1, 2] is both.
+    reference = [shapely.box(0, 0, 2, 1), shapely.box(1, 0, 3, 1)]
+    predicted = [shapely.box(0, 0, 1.5, 1), shapely.box(1.5, 0, 3, 1)]
+    result = polygon_class_confusion(predicted, ["a", "b"], reference, ["a", "b"])
+    overlaps = result.alignment["reference_overlaps"]
+    assert overlaps["between_classes_m2"] == pytest.approx(1.0)
+    assert overlaps["class_pairs"] == [{"classes": ["a", "b"], "area_m2": pytest.approx(1.0)}]
+    metrics = class_metrics(result.areas_m2)
+    # M[a, a] = |[0, 1.5] ∩ [0, 2]| = 1.5, M[b, a] = 0.5, M[a, b] = |[0, 1.5] ∩ [1, 3]| = 0.5,
+    # M[b, b] = 1.5: class a has TP 1.5, FP 0.5 (on reference b's ground), FN 0.5: IoU 0.6.
+    assert result.areas_m2[:2] == pytest.approx(np.array([[1.5, 0.5], [0.5, 1.5]]))
+    assert metrics["iou"].tolist() == pytest.approx([0.6, 0.6])
+    assert any("different classes" in w for w in result.warnings)
+
+
+def test_same_class_overlap_counted_once():
+    reference = [shapely.box(0, 0, 2, 1), shapely.box(1, 0, 3, 1)]
+    predicted = [shapely.box(0, 0, 3, 1)]
+    result = polygon_class_confusion(predicted, [1], reference, [1, 1])
+    assert result.areas_m2[0, 0] == pytest.approx(3.0)
+    assert result.alignment["reference_overlaps"]["within_classes_m2"] == pytest.approx(1.0)
+
+
+def test_rows_without_class_dropped_and_counted():
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    result = polygon_class_confusion(cells, ["x", None], cells, ["x", "x"])
+    assert result.alignment["predicted_rows"]["dropped_no_class"] == 1
+    assert result.areas_m2[-1].tolist() == [1.0]  # the unclassified cell: no prediction
+
+
+def test_polygons_and_raster_agree_on_a_grid_class_map(tmp_path):
+    # A 7 × 6 grid of 30 m cells in EPSG:6933 (equal-area): the same class map as polygons
+    # (one square per cell) and as rasters; two interior cells have no prediction.
+    rng = np.random.default_rng(5)
+    reference = rng.integers(0, 4, (6, 7)).astype(np.uint8)
+    predicted = np.where(rng.random((6, 7)) < 0.6, reference, rng.integers(0, 5, (6, 7)))
+    predicted = predicted.astype(np.uint8)
+    predicted[2, 3] = predicted[3, 4] = 255
+    x0, y0, size = 1_200_000.0, 4_500_000.0, 30.0
+
+    def cells(values, skip=None):
+        geoms, classes = [], []
+        for (r, c), value in np.ndenumerate(values):
+            if value == skip:
+                continue
+            geoms.append(shapely.box(x0 + c * size, y0 - (r + 1) * size,
+                                     x0 + (c + 1) * size, y0 - r * size))
+            classes.append(int(value))
+        return geoms, classes
+
+    ref_geoms, ref_classes = cells(reference)
+    pred_geoms, pred_classes = cells(predicted, skip=255)
+    polygons = polygon_class_confusion(pred_geoms, pred_classes, ref_geoms, ref_classes,
+                                       "EPSG:6933", "EPSG:6933", "EPSG:6933")
+    gt = (x0, size, 0, y0, 0, -size)
+    raster = raster_confusion(
+        open_band(write_raster(tmp_path / "p.tif", predicted, gt, "EPSG:6933", nodata=255), 1,
+                  "PREDICTED"),
+        open_band(write_raster(tmp_path / "r.tif", reference, gt, "EPSG:6933"), 1, "REFERENCE"),
+    )
+    assert polygons.classes.values == [str(v) for v in raster.classes.values]
+    assert polygons.areas_m2 == pytest.approx(raster.areas_m2, rel=1e-9, abs=1e-6)
+    a = build_class_map_report(polygons.classes, polygons.areas_m2, polygons.areas_m2, "m2",
+                               polygons.alignment, {}, {}, {})
+    b = build_class_map_report(raster.classes, raster.counts, raster.areas_m2, "pixels",
+                               raster.alignment, {}, {}, {})
+    assert a["miou"] == pytest.approx(b["miou"], rel=1e-12)
+    assert a["pixel_accuracy"] == pytest.approx(b["pixel_accuracy"], rel=1e-12)
+    for key, row in a["per_class"].items():
+        assert row["iou"] == pytest.approx(b["per_class"][key]["iou"], rel=1e-12, nan_ok=True)
+        assert row["tp"] == pytest.approx(b["per_class"][key]["areas"]["tp_m2"], rel=1e-9)
+
+
+def test_geographic_layers_are_measured_in_the_equal_area_crs():
+    # Two 0.01° squares at 45° N: areas in m² (EPSG:6933), never square degrees.
+    square = shapely.box(10.0, 45.0, 10.01, 45.01)
+    result = polygon_class_confusion([square], ["a"], [square], ["a"], "EPSG:4326",
+                                     "EPSG:4326")
+    assert 700_000 < result.areas_m2[0, 0] < 900_000
+
+
+def test_class_values_compared_as_the_plugin_compares_labels():
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    result = polygon_class_confusion(cells, ["forest", 3.0], cells, ["Forest ", "3"])
+    assert result.classes.values == ["3", "forest"]
+    assert result.classes.names == ["", "Forest"]
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]

@@ -1,0 +1,140 @@
+"""ioueval:rasteriou through processing.run: outputs, report keys, the issue's values."""
+
+import json
+
+import numpy as np
+import pytest
+from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProject, QgsVectorLayer
+from test_core_confusion import seed_label_maps
+from test_core_raster_confusion import write_raster
+
+from iou_evaluation.core.report_html import lookup, shown_values
+
+ALGORITHM = "ioueval:rasteriou"
+
+
+def run(parameters):
+    import processing
+
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    return processing.run(ALGORITHM, parameters, context=context,
+                          feedback=QgsProcessingFeedback())
+
+
+def outputs(tmp_path):
+    return {
+        "OUTPUT_TABLE": str(tmp_path / "classes.csv"),
+        "REPORT_JSON": str(tmp_path / "report.json"),
+        "REPORT_HTML": str(tmp_path / "report.html"),
+    }
+
+
+def test_issue_values(ioueval_provider, tmp_path):
+    table = tmp_path / "classes.txt"
+    table.write_text("0,background\n1,building\n2,road\n")
+    result = run({
+        "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1, 0, 1], np.uint8)),
+        "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1, 0, 0], np.uint8)),
+        "CLASS_NAMES": str(table),
+        **outputs(tmp_path),
+    })
+    assert result["MIOU"] == pytest.approx(7 / 12)
+    assert result["PIXEL_ACCURACY"] == pytest.approx(3 / 4)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["per_class"]["0"]["iou"] == pytest.approx(2 / 3)
+    assert report["per_class"]["1"]["iou"] == pytest.approx(1 / 2)
+    assert report["per_class"]["2"]["iou"] is None
+    assert report["per_class"]["2"]["status"] == "absent from both"
+    assert report["per_class"]["1"]["name"] == "building"
+    assert report["confusion_matrix"]["orientation"] == "rows = prediction, columns = reference"
+    for key in ("per_class", "miou", "fwiou", "pixel_accuracy", "confusion_matrix", "classes",
+                "alignment"):
+        assert key in report
+    layer = QgsVectorLayer(str(tmp_path / "classes.csv"), "t", "ogr")
+    assert layer.featureCount() == 3
+    html = (tmp_path / "report.html").read_text()
+    for section in ("coverage", "classes", "confusion", "absent"):
+        assert f'id="{section}"' in html
+    # Every number on the page is the JSON's.
+    for path, text in shown_values(html):
+        lookup(report, path)
+        assert text
+
+
+def test_issue_values_zero_ignored(ioueval_provider, tmp_path):
+    result = run({
+        "PREDICTED": write_raster(tmp_path / "p.tif", np.array([2, 1, 0, 1], np.uint8)),
+        "REFERENCE": write_raster(tmp_path / "r.tif", np.array([2, 1, 0, 0], np.uint8)),
+        "IGNORE_VALUES": "0",
+        **outputs(tmp_path),
+    })
+    assert result["MIOU"] == 1.0
+
+
+def test_seed_example_and_agreement_raster(ioueval_provider, tmp_path):
+    label, seg = seed_label_maps()
+    result = run({
+        "PREDICTED": write_raster(tmp_path / "p.tif", seg.astype(np.uint8)),
+        "REFERENCE": write_raster(tmp_path / "r.tif", label.astype(np.uint8)),
+        "AGREEMENT_RASTER": str(tmp_path / "agreement.tif"),
+        **outputs(tmp_path),
+    })
+    assert round(result["MIOU"], 3) == 0.819
+    assert round(result["PIXEL_ACCURACY"], 3) == 0.958
+    assert (tmp_path / "agreement.tif").exists()
+    assert (tmp_path / "agreement.qml").exists()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [round(report["per_class"][k]["iou"], 3) for k in "012"] == [0.951, 0.803, 0.703]
+
+
+def test_bad_ignore_values_named(ioueval_provider, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    with pytest.raises(QgsProcessingException, match="IGNORE_VALUES"):
+        run({
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1], np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1], np.uint8)),
+            "IGNORE_VALUES": "zero",
+            **outputs(tmp_path),
+        })
+
+
+def test_class_names_from_the_paletted_renderer(ioueval_provider, tmp_path):
+    from qgis.core import QgsPalettedRasterRenderer, QgsRasterLayer
+    from qgis.PyQt.QtGui import QColor
+
+    reference = QgsRasterLayer(
+        write_raster(tmp_path / "r.tif", np.array([0, 1, 0, 0], np.uint8)), "r", "gdal"
+    )
+    reference.setRenderer(QgsPalettedRasterRenderer(reference.dataProvider(), 1, [
+        QgsPalettedRasterRenderer.Class(0, QColor("blue"), "water"),
+        QgsPalettedRasterRenderer.Class(1, QColor("green"), "forest"),
+    ]))
+    run({
+        "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1, 0, 1], np.uint8)),
+        "REFERENCE": reference,
+        **outputs(tmp_path),
+    })
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [report["per_class"][k]["name"] for k in "01"] == ["water", "forest"]
+
+
+def test_cancel_writes_no_report(ioueval_provider, tmp_path):
+    import processing
+
+    feedback = QgsProcessingFeedback()
+    feedback.cancel()
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    try:
+        processing.run(ALGORITHM, {
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.zeros((4, 4), np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.zeros((4, 4), np.uint8)),
+            "AGREEMENT_RASTER": str(tmp_path / "agreement.tif"),
+            **outputs(tmp_path),
+        }, context=context, feedback=feedback)
+    except Exception:  # noqa: BLE001 (QGIS may report the canceled run as an error)
+        pass
+    assert not (tmp_path / "report.json").exists()
+    assert not (tmp_path / "agreement.tif").exists()
