@@ -73,6 +73,12 @@ _MAX_CELLS_PER_SIDE = 64
 #: Pieces of a chunk are searched and integrated in blocks of at most this many (a large pair
 #: is cut into blocks too), so the memory of a block is bounded whatever the pair's size.
 _PIECE_BLOCK = 200_000
+_MIN_PIECE_BLOCK = 1024
+_FIRST_PIECE_BLOCK = 16_384
+
+#: The integration of a block takes at most this many candidate rows at once (some 200
+#: bytes each); a block's next one is sized for it.
+_REFINE_ROWS = 1_000_000
 
 #: A candidate search gathers at most this many (piece, segment) rows at once, and scans at
 #: most this many rows of cells (a bound on its memory, some 200 bytes a row); a batch of
@@ -828,17 +834,49 @@ def _pair_distances(
                                     0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
 
     integral, h_low = np.zeros(n), np.zeros(n)
-    for start in range(0, len(pieces.pair), _PIECE_BLOCK):
-        block = slice(start, start + _PIECE_BLOCK)
-        part = pieces[np.arange(len(pieces.pair))[block]]
+    # With a large pair the rows per piece are not known: a first block of a few pieces
+    # measures them (small pairs: one block, as before).
+    n_pieces, start = len(pieces.pair), 0
+    block_size = _FIRST_PIECE_BLOCK if n_segs.max() > _COARSE_MIN_SEGMENTS else _PIECE_BLOCK
+    while start < n_pieces:
+        block = np.arange(start, min(start + block_size, n_pieces))
+        part = pieces[block]
         length = hypot(part.x1 - part.x0, part.y1 - part.y0)
         first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[part.pair],
                                   frames.diag[part.pair])
         rows, kept = _initial_candidates(grid, bounds, part, length, query_group[block],
                                          first_radius, frames.diag)
         del length, first_radius
-        integral += _refine(bounds, part[kept], rows, delta, n, h_low)
+        for piece_range, row_range in _row_blocks(rows.piece, _REFINE_ROWS):
+            if len(row_range) < len(rows.seg):
+                sub = rows[row_range]
+                sub.piece = sub.piece - piece_range.start
+            else:
+                sub = rows
+            integral += _refine(bounds, part[kept[piece_range]], sub, delta, n, h_low)
+            del sub
+        # The next block holds about _REFINE_ROWS rows at this block's rows per piece (many
+        # where the other boundary is far and finely cut: many segments nearly as near).
+        per_piece = max(len(rows.seg) / len(block), 1.0)
+        block_size = int(min(max(_REFINE_ROWS / per_piece, _MIN_PIECE_BLOCK), _PIECE_BLOCK))
+        start += len(block)
+        del rows, kept, part
     return integral, h_low
+
+
+def _row_blocks(row_piece: np.ndarray, budget: int):
+    """(piece range, row range) slices cutting rows grouped by piece (``row_piece``: piece of
+    each row, 0..m-1, sorted) into blocks of at most ``budget`` rows (or one piece)."""
+    if len(row_piece) <= budget:
+        m = int(row_piece[-1]) + 1 if len(row_piece) else 0
+        return [(slice(0, m), np.arange(len(row_piece)))]
+    first_row = np.flatnonzero(run_starts(row_piece))  # first row of each piece
+    out = []
+    for a, b in _budget_splits(np.diff(np.append(first_row, len(row_piece))), budget):
+        r0 = first_row[a]
+        r1 = first_row[b] if b < len(first_row) else len(row_piece)
+        out.append((slice(a, b), np.arange(r0, r1)))
+    return out
 
 
 def _by_pair(owner: np.ndarray, side: np.ndarray, n: int) -> np.ndarray:

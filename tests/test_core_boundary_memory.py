@@ -244,3 +244,23 @@ def test_simplified_targets_keep_the_delta_bounds(monkeypatch, spacing):
     exact = pair_boundary_distances(np.array([ref]), np.array([pred]), spacing)
     assert exact[0][0] - 0.5 * spacing <= coarse[0][0] <= exact[0][0] + 0.5 * spacing
     assert coarse[1][0] == pytest.approx(exact[1][0], abs=0.5 * spacing)
+
+
+def test_a_far_finely_cut_pair_stays_within_the_working_budget():
+    """A 0.5 m staircase against itself 100 m away: every piece has dozens of segments
+    nearly as near (the worst case for the candidate rows; nothing to simplify at Δ = 1 m).
+    The blocks of pieces are sized from the rows they bring, so the stage stays within its
+    ~256 MB budget (without that, 100k vertices took 1.6 GB). Values: the Hausdorff distance
+    is the 100 m shift (each boundary's farthest point from the other is a corner whose
+    nearest point is straight along the shift)."""
+    a = staircase(1250.0)
+    b = shapely.affinity.translate(a, 100.0, 0.0)
+    tracemalloc.start()
+    try:
+        h, m, _ = pair_boundary_distances(np.array([a]), np.array([b]), 1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 100.0 - 0.5 <= h[0] <= 100.0 + 1e-9
+    assert 0 < m[0] < 100.0
+    assert peak < 320 * 2**20
