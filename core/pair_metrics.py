@@ -349,20 +349,31 @@ def _footprint(value, crs, equal_area_crs, name: str):
     """One side of ``spatial_pair_metrics``: (dissolved geometry in the equal-area CRS or
     None, the PreparedLayer it came from)."""
     layer = prepare_layer(_as_sequence(value), crs, equal_area_crs, name)
-    if layer.n == 0:
-        return None, layer
-    if layer.n == 1:
-        return layer.geometries[0], layer
+    return dissolve(layer.geometries, name), layer
+
+
+def dissolve(geoms: np.ndarray, name: str = "layer"):
+    """The union of prepared polygonal geometries (valid, as ``prepare_layer`` leaves them).
+
+    ``geoms``: object array, shape (n,). Returns one geometry, or None when ``geoms`` is
+    empty or GEOS cannot overlay them even on a precision grid of 1e-12 of their largest
+    coordinate (logged naming ``name``: the footprint then scores no area, as the spatial IoU
+    guide scores an overlay that fails).
+    """
+    if len(geoms) == 0:
+        return None
+    if len(geoms) == 1:
+        return geoms[0]
     try:
-        return shapely.union_all(layer.geometries), layer
+        return shapely.union_all(geoms)
     except shapely.errors.GEOSException:
         pass
     try:
-        grid = _dissolve_grid(layer.geometries)
-        return shapely.union_all(layer.geometries, grid_size=grid), layer
+        grid = _dissolve_grid(geoms)
+        return shapely.union_all(geoms, grid_size=grid)
     except shapely.errors.GEOSException as exc:
         logger.warning("the %s footprint could not be dissolved and scores no area: %s", name, exc)
-        return None, layer
+        return None
 
 
 def _dissolve_grid(geoms: np.ndarray) -> float:

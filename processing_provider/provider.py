@@ -8,6 +8,7 @@ from qgis.PyQt.QtGui import QIcon
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .pixels_per_field import PixelsPerFieldAlgorithm
+from .spatial_iou import SpatialIoUAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
 
@@ -34,3 +35,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
     def loadAlgorithms(self):  # noqa: N802
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
         self.addAlgorithm(PixelsPerFieldAlgorithm())
+        self.addAlgorithm(SpatialIoUAlgorithm())
