@@ -123,7 +123,7 @@ def footprint_iou(
     ref = prepare_layer(reference, ref_crs, ea_crs, "reference", progress.span(0, 40))
     pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(40, 80))
     progress.checkpoint(80, "Dissolving footprints")
-    with _prepared_already():
+    with quiet_prepare_log():
         overall = pair_metrics(
             dissolve(pred.geometries, "predicted"),
             dissolve(ref.geometries, "reference"),
@@ -155,7 +155,7 @@ def footprint_iou(
         "both",
         np.where(n_pred_rows > 0, "predicted_only", "reference_only"),
     ).astype(object)
-    with _prepared_already():
+    with quiet_prepare_log():
         by_id = pair_metrics(
             _dissolve_by_code(pred.geometries, pred_codes[pred.keep], n_ids, "predicted"),
             _dissolve_by_code(ref.geometries, ref_codes[ref.keep], n_ids, "reference"),
@@ -194,7 +194,7 @@ def id_key(value) -> str | None:
 
 
 @contextlib.contextmanager
-def _prepared_already():
+def quiet_prepare_log():
     """Silence ``prepare_layer``'s drop log while ``pair_metrics`` checks the footprints again:
     they are prepared already, and the only rows it drops are the None of a side without
     area, which are no data error (the layers' own drops were logged once)."""

@@ -7,6 +7,7 @@ from qgis.PyQt.QtGui import QIcon
 
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
+from .overlap_pairs import OverlapPairsAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
 from .spatial_iou import SpatialIoUAlgorithm
 
@@ -36,3 +37,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
         self.addAlgorithm(PixelsPerFieldAlgorithm())
         self.addAlgorithm(SpatialIoUAlgorithm())
+        self.addAlgorithm(OverlapPairsAlgorithm())
