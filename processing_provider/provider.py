@@ -5,6 +5,7 @@ from pathlib import Path
 from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
+from .check_thresholds import CheckThresholdsAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .overlap_pairs import OverlapPairsAlgorithm
@@ -38,3 +39,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(PixelsPerFieldAlgorithm())
         self.addAlgorithm(SpatialIoUAlgorithm())
         self.addAlgorithm(OverlapPairsAlgorithm())
+        self.addAlgorithm(CheckThresholdsAlgorithm())
