@@ -106,6 +106,10 @@ class Evaluation:
             position of the matched reference, -1), iou, ref_area_m2, best_iou,
             overlaps_reference, ignored (matched to an ignore region: neither TP nor FP).
         warnings: messages about the data the caller should show the user.
+        quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
+            per-reference quantities the summary metrics are sums of (compare.py resamples
+            them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
+            home reference field.
     """
 
     metrics: dict
@@ -115,6 +119,8 @@ class Evaluation:
     per_reference: dict = field(repr=False)
     per_predicted: dict = field(repr=False)
     warnings: list = field(default_factory=list)
+    quantities: np.ndarray | None = field(default=None, repr=False)
+    unassigned: np.ndarray | None = field(default=None, repr=False)
 
 
 @allocator.tuned
@@ -390,7 +396,8 @@ def evaluate(
     }
     progress.checkpoint(100, "Evaluation done")
     return Evaluation(
-        metrics, parameters, ref, pred, per_reference, tables.predicted, warnings
+        metrics, parameters, ref, pred, per_reference, tables.predicted, warnings,
+        quantities=quantities, unassigned=unassigned,
     )
 
 
