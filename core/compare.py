@@ -234,3 +234,35 @@ class _Slice(Progress):
 
     def is_canceled(self):
         return self.parent.is_canceled()
+
+
+def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) -> dict:
+    """The comparison as a JSON-ready report.
+
+    ``metrics.per_layer`` holds each layer's full metrics (so ``per_layer.*.f1 >= 0.8`` is a
+    release threshold), ``metrics.differences`` the differences against the first layer,
+    ``metrics.intervals`` each layer's own 95 % intervals; ``inputs`` and ``provenance`` are
+    the caller's (library versions are added), ``warnings`` name their layer.
+    """
+    from .report import library_versions  # report imports evaluate: keep it lazy here
+
+    first = comparison.evaluations[0]
+    warnings = [
+        f"{name}: {message}"
+        for name, evaluation in zip(comparison.names, comparison.evaluations)
+        for message in evaluation.warnings
+    ]
+    return {
+        "metrics": {
+            "per_layer": dict(zip(comparison.names, (e.metrics for e in comparison.evaluations))),
+            "differences": comparison.differences,
+            "intervals": comparison.intervals,
+            "side_by_side": comparison.side_by_side(),
+        },
+        "layers": comparison.names,
+        "bootstrap": comparison.bootstrap,
+        "parameters": {**first.parameters, "bootstrap": comparison.bootstrap["n_resamples"]},
+        "inputs": inputs,
+        "provenance": {**provenance, **library_versions()},
+        "warnings": warnings,
+    }

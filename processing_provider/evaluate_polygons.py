@@ -9,24 +9,21 @@ from pathlib import Path
 
 from qgis.core import (
     QgsCoordinateTransform,
-    QgsProcessingParameterEnum,
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
     QgsField,
     QgsProcessingException,
     QgsProcessingOutputNumber,
-    QgsProcessingParameterCrs,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
-    QgsProcessingParameterNumber,
     QgsProviderRegistry,
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core import EvaluationCanceled, Progress, evaluate
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core import EvaluationCanceled, evaluate
+from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
@@ -35,13 +32,22 @@ from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
 from .geopackage import direct_location
 from .layers import (
-    crs_for_pyproj,
     feature_batches,
     forward_core_log,
     layer_crs_definition,
     read_source,
 )
 from .metadata import plugin_version
+from .parameters import (
+    bootstrap_parameters,
+    boundary_parameters,
+    equal_area_crs_parameter,
+    equal_area_crs_value,
+    iou_threshold_parameter,
+    matching_parameter,
+    strata_field_parameter,
+)
+from .progress import FeedbackProgress as _FeedbackProgress
 from .outputs import (
     FALSE_NEGATIVES,
     FALSE_POSITIVES,
@@ -60,12 +66,6 @@ from .validation import (
 )
 from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
 from .wkb import CURVE_SEGMENT_ANGLE
-
-MATCHING_LABELS = (
-    "One-to-one, greedy by descending IoU (default)",
-    "Many-to-one (each reference takes its best prediction)",
-    "Optimal one-to-one (most matches, then largest total IoU)",
-)
 
 HELP = """
 <p>Matches predicted polygons to reference polygons by intersection over union (IoU) and
@@ -170,73 +170,19 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 optional=True,
             )
         )
-        self.addParameter(
-            QgsProcessingParameterNumber(
-                self.IOU_THRESHOLD,
-                self.tr("IoU threshold for a match, in (0, 1]"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=0.5,
-                minValue=0.0,
-                maxValue=1.0,
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterCrs(
-                self.EQUAL_AREA_CRS,
-                self.tr("Equal-area CRS for areas and IoU (metres)"),
-                defaultValue=DEFAULT_EQUAL_AREA_CRS,
-                # Optional only so that an omitted value falls back to the default: 3.22
-                # rejects a missing CRS value even when the parameter has a default.
-                optional=True,
-            )
-        )
+        self.addParameter(iou_threshold_parameter(self.tr))
+        self.addParameter(equal_area_crs_parameter(self.tr))
         advanced = [
-            QgsProcessingParameterEnum(
-                self.MATCHING,
-                self.tr("Matching rule"),
-                options=[self.tr(label) for label in MATCHING_LABELS],
-                defaultValue=0,
-            ),
-            QgsProcessingParameterField(
-                self.STRATA_FIELD,
-                self.tr("Strata field of the reference layer (metrics per stratum)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            ),
+            matching_parameter(self.tr),
+            strata_field_parameter(self.tr),
             QgsProcessingParameterString(
                 self.SIZE_BINS,
                 self.tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
                 defaultValue="",
                 optional=True,
             ),
-            QgsProcessingParameterNumber(
-                self.BOUNDARY_TOLERANCE,
-                self.tr("Boundary tolerance in m for boundary precision/recall (0 = off)"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=0.0,
-                minValue=0.0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOUNDARY_SAMPLE_SPACING,
-                self.tr("Boundary sample spacing Δ in m (0 = automatic: perimeter / 1000, ≥ 1 m)"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=1.0,
-                minValue=0.0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOOTSTRAP,
-                self.tr("Bootstrap resamples for 95 % intervals (0 = off)"),
-                QgsProcessingParameterNumber.Integer,
-                defaultValue=0,
-                minValue=0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOOTSTRAP_SEED,
-                self.tr("Bootstrap seed"),
-                QgsProcessingParameterNumber.Integer,
-                defaultValue=42,
-                minValue=0,
-            ),
+            *boundary_parameters(self.tr),
+            *bootstrap_parameters(self.tr),
             QgsProcessingParameterField(
                 self.SCORE_FIELD,
                 self.tr("Score field of the predicted layer (confidence: adds COCO-style AP)"),
@@ -421,8 +367,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
     def _equal_area_crs(self, parameters, context):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
-        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
-        return crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
+        return equal_area_crs_value(self, parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
@@ -571,21 +516,6 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             results[name] = metrics[key]
         feedback.setProgress(100)
         return results
-
-
-class _FeedbackProgress(Progress):
-    """Forwards core progress (0-100) into a slice of the algorithm's progress bar."""
-
-    def __init__(self, feedback, start, end):
-        self.feedback, self.start, self.end = feedback, start, end
-
-    def report(self, percent, message=""):
-        if message:
-            self.feedback.setProgressText(message)
-        self.feedback.setProgress(self.start + (self.end - self.start) * percent / 100.0)
-
-    def is_canceled(self):
-        return self.feedback.isCanceled()
 
 
 class _OutputWriter:

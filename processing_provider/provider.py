@@ -6,6 +6,7 @@ from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
 from .check_thresholds import CheckThresholdsAlgorithm
+from .compare_predictions import ComparePredictionsAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .overlap_pairs import OverlapPairsAlgorithm
@@ -40,3 +41,4 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(SpatialIoUAlgorithm())
         self.addAlgorithm(OverlapPairsAlgorithm())
         self.addAlgorithm(CheckThresholdsAlgorithm())
+        self.addAlgorithm(ComparePredictionsAlgorithm())
