@@ -48,6 +48,7 @@ from .parameters import (
     strata_field_parameter,
 )
 from .progress import FeedbackProgress as _FeedbackProgress
+from .study_area import apply_study_area, study_area_error, study_area_parameters
 from .outputs import (
     FALSE_NEGATIVES,
     FALSE_POSITIVES,
@@ -230,6 +231,8 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         for parameter in advanced:
             parameter.setFlags(parameter.flags() | ADVANCED)
             self.addParameter(parameter)
+        for parameter in study_area_parameters(self.tr):
+            self.addParameter(parameter)
         for name, label in (
             (self.TRUE_POSITIVES, "True positives (matched predictions)"),
             (self.FALSE_POSITIVES, "False positives (unmatched predictions)"),
@@ -311,7 +314,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             field = sources[self.PREDICTED].fields().at(fields[self.SCORE_FIELD][1])
             if not field.isNumeric():
                 return False, self.tr(f"SCORE_FIELD: {field.name()} is not a numeric field")
-        error = same_destination_error(parameters, self.DESTINATIONS) or next(
+        error = study_area_error(self, parameters, context) or same_destination_error(
+            parameters, self.DESTINATIONS
+        ) or next(
             filter(None, (unwritable_destination_error(parameters, n) for n in self.DESTINATIONS)),
             None,
         )
@@ -426,6 +431,15 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                     f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
                 )
 
+        try:
+            predicted, reference, study_area = apply_study_area(
+                self, parameters, context, feedback, predicted, reference
+            )
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        if predicted is None:
+            return {}
+
         def column(features, name):
             if name not in fields:
                 return None
@@ -456,6 +470,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             raise QgsProcessingException(str(exc)) from exc
 
         metrics = evaluation.metrics
+        metrics.update(study_area)
         feedback.pushInfo(
             f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
             f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
