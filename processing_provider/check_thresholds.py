@@ -50,6 +50,7 @@ message naming it (and the keys that are there).</p>
 class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
     NAME = "checkthresholds"
     DISPLAY_NAME = "Check release thresholds"
+    SHORT_HELP = "Fails the run when a JSON report misses a condition such as f1 >= 0.8."
     GROUP = "Reports"
     GROUP_ID = "reports"
     HELP = HELP

@@ -38,7 +38,9 @@ from .layers import (
     read_source,
 )
 from .metadata import plugin_version
+from . import parameter_help
 from .parameters import (
+    add_missing_help,
     bootstrap_parameters,
     boundary_parameters,
     equal_area_crs_parameter,
@@ -105,6 +107,10 @@ evaluation.</p>
 class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     NAME = "evaluatepolygons"
     DISPLAY_NAME = "Evaluate polygons (IoU matching)"
+    SHORT_HELP = (
+        "Matches predicted to reference polygons by IoU: precision, recall, F1, TP/FP/FN "
+        "layers, reports."
+    )
     HELP = HELP
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
@@ -272,6 +278,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         for name, (_, label) in self.NUMERIC_OUTPUTS.items():
             self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        add_missing_help(self, parameter_help.EVALUATE_POLYGONS)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)

@@ -66,6 +66,7 @@ METRIC_COLUMNS = {
 class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
     NAME = "overlappairs"
     DISPLAY_NAME = "Overlap pairs"
+    SHORT_HELP = "Every overlapping predicted/reference pair with areas, IoU, Dice, GIoU and DIoU."
     GROUP = "Footprints and pairs"
     GROUP_ID = "footprints"
     HELP = HELP

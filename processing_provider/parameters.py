@@ -216,3 +216,11 @@ def report_destinations(tr, json_name: str = "REPORT_JSON", html_name: str = "RE
 def requested(parameters, name) -> bool:
     """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
     return parameters.get(name) not in (None, "")
+
+
+def add_missing_help(algorithm, texts: dict) -> None:
+    """Give each parameter of ``algorithm`` named in ``texts`` that has no help string yet
+    its text (through the algorithm's ``tr``)."""
+    for parameter in algorithm.parameterDefinitions():
+        if not parameter.help() and parameter.name() in texts:
+            parameter.setHelp(algorithm.tr(texts[parameter.name()]))

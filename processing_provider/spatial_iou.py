@@ -81,6 +81,7 @@ METRIC_COLUMNS = {
 class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
     NAME = "spatialiou"
     DISPLAY_NAME = "Spatial IoU (footprints)"
+    SHORT_HELP = "IoU, Dice, GIoU and DIoU of two layers' dissolved footprints, or per shared id."
     GROUP = "Footprints and pairs"
     GROUP_ID = "footprints"
     HELP = HELP
