@@ -26,6 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import shapely
 
+from .labels import MISSING
 from .matching import IOU_RTOL
 from .overlap import intersection_area
 
@@ -573,7 +574,8 @@ def _array(values, n, name):
 
 
 def _label_key(value):
-    """Normalised label: strings casefolded, NaN and None as None, NumPy scalars unwrapped."""
+    """Normalised label: strings stripped and casefolded (labels.class_key's rule), NaN, None
+    and blank text as None, NumPy scalars unwrapped."""
     if value is None:
         return None
     if isinstance(value, np.generic):
@@ -581,7 +583,7 @@ def _label_key(value):
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, str):
-        return value.casefold()
+        return value.strip().casefold() or None
     return value
 
 
@@ -607,7 +609,8 @@ def _encode_pair(predicted_labels, reference_labels, n_pred, n_ref, pred_name, r
                 code = keys.setdefault(key, len(keys))
             except TypeError:
                 raise ValueError(f"{pred_name}/{ref_name} labels must be hashable") from None
-            names.setdefault(code, value if key is not None else None)
+            # The missing label is labels.MISSING ("") in per_class, as in evaluate.
+            names.setdefault(code, value if key is not None else MISSING)
             column.append(code)
         codes.append(np.array(column, dtype=np.int64))
     try:

@@ -16,6 +16,7 @@ import shapely
 
 from . import allocator
 from .average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
+from .boundary_curve import boundary_f1_by_tolerance
 from .boundary import (
     BOUNDARY_SAMPLE_SPACING_M,
     centroid_utm_epsg,
@@ -55,6 +56,7 @@ from .overlap import OverlapPairs, overlap_pairs
 from .parallel import run_beside
 from .prepare import PreparedLayer, geometry_array, prepare_layer
 from .progress import Progress
+from .threshold_sweep import threshold_sweep
 from .tolerance import tolerance_lengths_in_utm
 
 logger = logging.getLogger(__name__)
@@ -106,6 +108,10 @@ class Evaluation:
             position of the matched reference, -1), iou, ref_area_m2, best_iou,
             overlaps_reference, ignored (matched to an ignore region: neither TP nor FP).
         warnings: messages about the data the caller should show the user.
+        pairs: every overlapping (reference, predicted) pair of evaluated rows (within a
+            group when groups are given); candidates: those that may match (class rule too).
+        ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
+            regions a prediction may be ignored by (0 for none).
         quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
             per-reference quantities the summary metrics are sums of (compare.py resamples
             them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
@@ -119,6 +125,9 @@ class Evaluation:
     per_reference: dict = field(repr=False)
     per_predicted: dict = field(repr=False)
     warnings: list = field(default_factory=list)
+    pairs: OverlapPairs | None = field(default=None, repr=False)
+    candidates: OverlapPairs | None = field(default=None, repr=False)
+    ignore_coverage: np.ndarray | None = field(default=None, repr=False)
     quantities: np.ndarray | None = field(default=None, repr=False)
     unassigned: np.ndarray | None = field(default=None, repr=False)
 
@@ -148,6 +157,7 @@ def evaluate(
     boundary_tolerance_m: float | None = None,
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
+    tolerance_multiples=None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -181,6 +191,9 @@ def evaluate(
             at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
             measured in the WGS 84 / UTM zone of each reference field's centroid.
         progress: receives progress and may cancel (EvaluationCanceled is raised).
+        tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
+            F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
+            ``boundary_by_tolerance``; each multiple but 1 costs a tolerance stage more.
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -267,9 +280,11 @@ def evaluate(
 
     progress.checkpoint(40, "Matching")
     matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
-    ignored = _ignored_predictions(
-        ignore, pred, matches.predicted_match, iou_threshold,
-        (ref_group, pred_group), (ref_class, pred_class), ancestors,
+    coverage = _ignore_coverage(
+        ignore, pred, (ref_group, pred_group), (ref_class, pred_class), ancestors
+    )
+    ignored = (
+        (matches.predicted_match < 0) & at_or_above(coverage, iou_threshold) & (coverage > 0)
     )
 
     tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
@@ -305,6 +320,7 @@ def evaluate(
             "count_fp_unassigned": int(
                 round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
             ),
+            "threshold_sweep": threshold_sweep(candidates, ref.n, pred.n, matching, coverage),
             "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
             "count_predicted_dropped": pred.n_dropped,
             "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
@@ -331,6 +347,16 @@ def evaluate(
     )
     if tolerance:
         metrics["boundary_tolerance_m"] = boundary_tolerance_m
+    if tolerance and tolerance_multiples:
+        progress.checkpoint(76, "Boundary F1 at larger tolerances")
+        metrics["boundary_by_tolerance"] = _boundary_curve(
+            ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_tolerance_m, ignored,
+            tolerance_multiples, progress.span(76, 80),
+        )
+        for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
+            if tolerance_multiples[0] == 1.0:  # the same value as the metric, to the last bit
+                metrics["boundary_by_tolerance"][key][0] = metrics[key]
+    metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
     matched_iou = tables.reference["iou"][tables.reference["matched"]]
     metrics.update(_distribution("iou", matched_iou))
     metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
@@ -397,8 +423,24 @@ def evaluate(
     progress.checkpoint(100, "Evaluation done")
     return Evaluation(
         metrics, parameters, ref, pred, per_reference, tables.predicted, warnings,
+        pairs=pairs, candidates=candidates, ignore_coverage=coverage,
         quantities=quantities, unassigned=unassigned,
     )
+
+
+def precision_among_overlapping(metrics: dict) -> float:
+    """Precision among the predictions that overlap a reference field:
+    count_tp / (count_tp + count_fp − count_fp_unassigned); 0 on an empty denominator, 1 when
+    both layers are empty (as precision). For registries that cover only some fields, where a
+    prediction on an unregistered field is no error of the model.
+
+    Source: agribound 1.0 evaluation, count_fp_unassigned ("precision computed without them").
+    """
+    tp, fp = metrics["count_tp"], metrics["count_fp"]
+    denominator = tp + fp - metrics["count_fp_unassigned"]
+    if denominator == 0:  # no prediction counted (precision's rule), or none overlaps
+        return float(metrics["precision"]) if tp + fp == 0 else 0.0
+    return tp / denominator
 
 
 @dataclass(frozen=True)
@@ -587,7 +629,7 @@ def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) 
         fn = int(np.sum(in_ref & ~r["matched"]))
         precision = float(ratio(tp, tp + fp, 0.0))
         recall = float(ratio(tp, tp + fn, 0.0))
-        out[label if label else "(none)"] = {
+        out[label] = {  # the missing label is labels.MISSING (""), as in average precision
             "count_reference": int(in_ref.sum()),
             "count_predicted": int(in_pred.sum()),
             "count_tp": tp,
@@ -718,6 +760,23 @@ def _boundary_metrics(
     return utm_epsg_codes(ref_zoned, pred_zoned)
 
 
+def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
+    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
+    on the same UTM boundaries as the boundary metrics; the 1x lengths are reused."""
+    ref_crs, pred_crs, ea_crs = crss
+    r, p = tables.reference, tables.predicted
+    return boundary_f1_by_tolerance(
+        zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
+        zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
+        tolerance_m,
+        predicted_counted=~ignored,
+        first=(r["boundary_within_tolerance_m"], r["perimeter_m"],
+               p["boundary_within_tolerance_m"], p["perimeter_m"]),
+        multiples=tuple(multiples),
+        progress=progress,
+    )
+
+
 def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
     """UTM zone (EPSG) of each polygon: from its centroid in the equal-area CRS, as the seed
     does; a polygon cut at the antimeridian (parts at both ends of the world there) takes the
@@ -821,15 +880,15 @@ def _as_scores(values) -> np.ndarray:
     return out
 
 
-def _ignored_predictions(ignore, pred, predicted_match, iou_threshold, groups, classes, ancestors):
-    """Unmatched predictions covered by an ignore region: |p ∩ r| / |p| at or above the
-    threshold (COCO's crowd IoU), within the same group and a compatible class."""
-    ignored = np.zeros(pred.n, dtype=bool)
+def _ignore_coverage(ignore, pred, groups, classes, ancestors) -> np.ndarray:
+    """Per prediction, the largest |p ∩ r| / |p| over the ignore regions r in its group and of
+    a compatible class (0 for none): an unmatched prediction with coverage at or above the
+    threshold is ignored (COCO's crowd IoU)."""
+    coverage = np.zeros(pred.n)
     if ignore.n == 0 or pred.n == 0:
-        return ignored
+        return coverage
     pairs = overlap_pairs(ignore.geometries, ignore.area_m2, pred.geometries, pred.area_m2)
-    ok = at_or_above(pairs.intersection_m2 / pred.area_m2[pairs.predicted], iou_threshold)
-    ok &= predicted_match[pairs.predicted] < 0
+    ok = np.ones(pairs.n, dtype=bool)
     (ref_group, pred_group), (ref_class, pred_class) = groups, classes
     if ref_group is not None:
         ok &= ref_group[ignore.keep][pairs.reference] == pred_group[pred.keep][pairs.predicted]
@@ -838,8 +897,10 @@ def _ignored_predictions(ignore, pred, predicted_match, iou_threshold, groups, c
             pred_class[pred.keep][pairs.predicted], ref_class[ignore.keep][pairs.reference],
             ancestors,
         )
-    ignored[pairs.predicted[ok]] = True
-    return ignored
+    np.maximum.at(
+        coverage, pairs.predicted[ok], pairs.intersection_m2[ok] / pred.area_m2[pairs.predicted[ok]]
+    )
+    return coverage
 
 
 def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None) -> PreparedLayer:

@@ -3,7 +3,10 @@
 Groups (image or tile ids) restrict matching to the same group. Classes follow GroundSet's
 taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
 whose class equals its own or is an ancestor of it ("a valid child class answers a query for
-its parent"). Class names are compared case-insensitively.
+its parent"). Class names follow one rule everywhere (matching, per-class counts, average
+precision, the taxonomy): surrounding spaces stripped, then Unicode caseless matching
+(``str.casefold``: "STRASSE" and "straße" are one class). The missing class (None, NaN,
+NULL, blank text) is ``MISSING`` = "", which no real class can be after stripping.
 """
 
 from __future__ import annotations
@@ -12,14 +15,26 @@ import numpy as np
 
 from .grouping import is_missing
 
-#: Label of a missing class or group value: it only pairs with another missing value.
+#: Label of a missing class or group value: it only pairs with another missing value. No
+#: real label can be "" (labels are stripped, and blank text is missing), so it cannot collide.
 MISSING = ""
+
+
+def class_key(value) -> str:
+    """The one normalised form of a class label: text stripped and casefolded; numbers as
+    text (12, 12.0 and "12" are "12"); missing values (None, NaN, NULL, blank) ``MISSING``."""
+    if is_missing(value):
+        return MISSING
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().casefold()
 
 
 def normalise_labels(values, *, case_insensitive: bool) -> np.ndarray:
     """Object array of text labels: 12, 12.0 and "12" become "12"; None/NaN/NULL become "".
 
-    ``values``: sequence, shape (n,). Class names are lower-cased when ``case_insensitive``.
+    ``values``: sequence, shape (n,). Labels are stripped; class names (``case_insensitive``)
+    are also casefolded (``class_key``). Blank text is missing, like None.
     """
     out = np.empty(len(values), dtype=object)
     for k, value in enumerate(values):
@@ -29,7 +44,7 @@ def normalise_labels(values, *, case_insensitive: bool) -> np.ndarray:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         text = str(value).strip()
-        out[k] = text.lower() if case_insensitive else text
+        out[k] = text.casefold() if case_insensitive else text
     return out
 
 
@@ -52,7 +67,7 @@ def is_true(value) -> bool:
 def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
     """All ancestors of each class from a mapping child → parent (or list of parents).
 
-    Names are lower-cased. Raises ValueError (naming TAXONOMY) for a value that is not a name
+    Names are normalised by ``class_key`` (stripped, casefolded). Raises ValueError (naming TAXONOMY) for a value that is not a name
     or list of names, and for a cycle (a class that would be its own ancestor).
     """
     if not taxonomy:
@@ -66,9 +81,7 @@ def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
                 f"TAXONOMY: the parent of {child!r} must be a class name or a list of class "
                 f"names, got {parent!r}"
             )
-        parents.setdefault(str(child).strip().lower(), set()).update(
-            p.strip().lower() for p in parent
-        )
+        parents.setdefault(class_key(child), set()).update(class_key(p) for p in parent)
     ancestors: dict[str, frozenset[str]] = {}
     for start in parents:
         seen: set[str] = set()

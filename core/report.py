@@ -36,7 +36,21 @@ def library_versions() -> dict[str, str]:
         "pyproj": pyproj.__version__,
         "proj": pyproj.proj_version_str,
         "numpy": np.__version__,
+        **_optional_versions(("scipy", "matplotlib", "jinja2")),
     }
+
+
+def _optional_versions(names) -> dict[str, str]:
+    """Versions of optional libraries, "not installed" for those missing."""
+    import importlib
+
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.import_module(name).__version__
+        except ImportError:
+            versions[name] = "not installed"
+    return versions
 
 
 def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict:

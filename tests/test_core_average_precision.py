@@ -317,8 +317,9 @@ def test_null_geometries_and_null_labels_do_not_crash():
         predicted, scores, [A, None], predicted_class=["x", None, "x"],
         reference_class=[None, "x"],
     )
-    # the null-class prediction matches the null-class reference; it is NaN-scored
-    assert result["per_class"][None]["ap"] == 1.0
+    # the null-class prediction matches the null-class reference; it is NaN-scored. The
+    # missing class is spelled "" as in evaluate's per_class (labels.MISSING).
+    assert result["per_class"][""]["ap"] == 1.0
     assert result["per_class"]["x"]["ap"] == 0.0
     assert result["count_predicted_nan_score"] == 1
 

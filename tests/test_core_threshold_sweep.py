@@ -1,0 +1,163 @@
+"""The IoU-threshold sweep, precision among overlapping predictions, and the one rule for
+class labels (strip, then casefold) in matching, per-class counts, AP and the taxonomy."""
+
+import math
+
+import numpy as np
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from iou_evaluation.core import evaluate
+from iou_evaluation.core.labels import MISSING, class_key
+from iou_evaluation.core.threshold_sweep import SWEEP_THRESHOLDS
+
+box = shapely.box
+
+
+def _two_matches_and_a_stray():
+    # A with P1: IoU 50/100 = 0.5; B with P2: IoU 80/100 = 0.8; P3 overlaps nothing.
+    reference = [box(0, 0, 10, 10), box(20, 0, 30, 10)]
+    predicted = [box(0, 0, 10, 5), box(20, 0, 30, 8), box(100, 0, 110, 10)]
+    return predicted, reference
+
+
+def test_sweep_thresholds_run_from_005_to_095():
+    assert SWEEP_THRESHOLDS[0] == 0.05 and SWEEP_THRESHOLDS[-1] == 0.95
+    assert len(SWEEP_THRESHOLDS) == 19
+
+
+def test_sweep_of_two_pairs_at_iou_05_and_08_by_hand():
+    evaluation = evaluate(*_two_matches_and_a_stray())
+    sweep = evaluation.metrics["threshold_sweep"]
+    for t, tp, fp, precision, recall in zip(
+        sweep["iou_threshold"], sweep["count_tp"], sweep["count_fp"], sweep["precision"],
+        sweep["recall"],
+    ):
+        if t <= 0.5:
+            expected = (2, 1, 2 / 3, 1.0)
+        elif t <= 0.8:
+            expected = (1, 2, 1 / 3, 0.5)
+        else:
+            expected = (0, 3, 0.0, 0.0)
+        assert (tp, fp) == expected[:2], t
+        assert precision == pytest.approx(expected[2]) and recall == pytest.approx(expected[3])
+    f1 = sweep["f1"][sweep["iou_threshold"].index(0.5)]
+    assert f1 == pytest.approx(2 * (2 / 3) / (2 / 3 + 1))
+
+
+def test_precision_among_overlapping_leaves_out_predictions_that_overlap_nothing():
+    metrics = evaluate(*_two_matches_and_a_stray()).metrics
+    assert metrics["count_fp_unassigned"] == 1
+    assert metrics["precision"] == pytest.approx(2 / 3)
+    assert metrics["precision_among_overlapping"] == 1.0  # 2 / (2 + 1 - 1)
+
+
+def test_precision_among_overlapping_of_empty_layers_follows_precision():
+    assert evaluate([], []).metrics["precision_among_overlapping"] == 1.0
+    assert evaluate([], [box(0, 0, 1, 1)]).metrics["precision_among_overlapping"] == 0.0
+    stray_only = evaluate([box(5, 5, 6, 6)], [box(0, 0, 1, 1)]).metrics
+    assert stray_only["precision_among_overlapping"] == 0.0
+
+
+@st.composite
+def _layers(draw):
+    def boxes(n):
+        out = []
+        for _ in range(n):
+            x, y = draw(st.integers(0, 12)), draw(st.integers(0, 12))
+            w, h = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+            out.append(box(x, y, x + w, y + h))
+        return out
+
+    return boxes(draw(st.integers(0, 6))), boxes(draw(st.integers(0, 6)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_layers(), st.sampled_from(["one_to_one", "many_to_one", "optimal"]))
+def test_sweep_equals_a_full_evaluation_at_each_threshold(layers, matching):
+    predicted, reference = layers
+    sweep = evaluate(predicted, reference, matching=matching).metrics["threshold_sweep"]
+    for k in (0, 5, 9, 14, 18):
+        threshold = sweep["iou_threshold"][k]
+        metrics = evaluate(predicted, reference, matching=matching,
+                           iou_threshold=threshold).metrics
+        for key in ("count_tp", "count_fp", "count_fn", "precision", "recall", "f1"):
+            assert sweep[key][k] == pytest.approx(metrics[key]), (key, threshold)
+
+
+def test_sweep_with_an_ignore_region_equals_a_full_evaluation():
+    reference = [box(0, 0, 10, 10), box(50, 0, 60, 10)]
+    ignore = [False, True]
+    # covers 60 % of itself with the ignore region: ignored at thresholds <= 0.6
+    predicted = [box(0, 0, 10, 7), box(54, 0, 64, 10)]
+    sweep = evaluate(predicted, reference, reference_ignore=ignore).metrics["threshold_sweep"]
+    for k, threshold in enumerate(sweep["iou_threshold"]):
+        metrics = evaluate(predicted, reference, reference_ignore=ignore,
+                           iou_threshold=threshold).metrics
+        assert sweep["count_fp"][k] == metrics["count_fp"], threshold
+        assert sweep["precision"][k] == pytest.approx(metrics["precision"]), threshold
+    assert sweep["count_fp"][sweep["iou_threshold"].index(0.6)] == 0
+    assert sweep["count_fp"][sweep["iou_threshold"].index(0.65)] == 1
+
+
+@pytest.mark.parametrize("value, key", [
+    ("  Straße ", "strasse"), ("STRASSE", "strasse"), ("ǅ", "ǆ"), (12.0, "12"), (None, MISSING),
+    (float("nan"), MISSING), ("   ", MISSING),
+])
+def test_class_key_strips_then_casefolds(value, key):
+    assert class_key(value) == key
+
+
+def test_strasse_matches_strasse_in_f1_and_in_ap_alike():
+    reference, predicted = [box(0, 0, 10, 10)], [box(0, 0, 10, 10)]
+    metrics = evaluate(predicted, reference, reference_classes=["straße"],
+                       predicted_classes=[" STRASSE"], predicted_scores=[0.9]).metrics
+    assert metrics["count_tp"] == 1
+    assert metrics["average_precision"]["ap"] == 1.0
+    assert list(metrics["per_class"]) == ["strasse"]
+
+
+def test_taxonomy_names_follow_the_same_rule():
+    reference, predicted = [box(0, 0, 10, 10)], [box(0, 0, 10, 10)]
+    metrics = evaluate(predicted, reference, reference_classes=["Straße"],
+                       predicted_classes=["Autobahn"], taxonomy={" AUTOBAHN": "STRASSE"},
+                       predicted_scores=[0.9]).metrics
+    assert metrics["count_tp"] == 1
+    assert metrics["average_precision"]["ap"] == 1.0
+
+
+def test_the_missing_class_has_one_spelling_in_per_class_and_ap():
+    reference = [box(0, 0, 10, 10), box(20, 0, 30, 10)]
+    predicted = [box(0, 0, 10, 10), box(20, 0, 30, 10)]
+    metrics = evaluate(predicted, reference, reference_classes=[None, "(none)"],
+                       predicted_classes=[None, "(NONE)"], predicted_scores=[0.9, 0.8]).metrics
+    # a real class spelled "(none)" stays apart from the missing class
+    assert set(metrics["per_class"]) == {MISSING, "(none)"}
+    assert set(metrics["average_precision"]["per_class"]) == {MISSING, "(none)"}
+    assert metrics["per_class"][MISSING]["count_tp"] == 1
+    assert not math.isnan(metrics["average_precision"]["per_class"][MISSING]["ap"])
+    assert np.all([entry["count_tp"] == 1 for entry in metrics["per_class"].values()])
+
+
+def test_boundary_f1_by_tolerance_of_two_squares_3_m_apart_by_hand():
+    # Reference 100 m square; prediction shifted 3 m along x. At tolerance t < 3 the left and
+    # right edges are out except where the other square's top/bottom edges pass within t
+    # (2t of the right edge); the top and bottom edges are within t except the first 3 - t m.
+    # Boundary recall = (2t + 2 (97 + t)) / 400, the same for precision; from t = 3 all of it.
+    reference, predicted = [box(0, 0, 100, 100)], [box(3, 0, 103, 100)]
+    metrics = evaluate(predicted, reference, boundary_tolerance_m=1.0,
+                       tolerance_multiples=(1.0, 2.0, 3.0, 4.0)).metrics
+    curve = metrics["boundary_by_tolerance"]
+    assert curve["tolerance_m"] == [1.0, 2.0, 3.0, 4.0]
+    expected = [(2 * t + 2 * (97 + t)) / 400 if t < 3 else 1.0 for t in (1.0, 2.0, 3.0, 4.0)]
+    assert curve["boundary_recall"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_precision"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_f1"] == pytest.approx(expected, abs=1e-9)
+    assert curve["boundary_f1"][0] == metrics["boundary_f1"]
+
+
+def test_no_boundary_curve_unless_asked_for():
+    metrics = evaluate([box(3, 0, 103, 100)], [box(0, 0, 100, 100)],
+                       boundary_tolerance_m=1.0).metrics
+    assert "boundary_by_tolerance" not in metrics
