@@ -241,8 +241,9 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
 
     ``metrics.per_layer`` holds each layer's full metrics (so ``per_layer.*.f1 >= 0.8`` is a
     release threshold), ``metrics.differences`` the differences against the first layer,
-    ``metrics.intervals`` each layer's own 95 % intervals; ``inputs`` and ``provenance`` are
-    the caller's (library versions are added), ``warnings`` name their layer.
+    ``metrics.intervals`` each layer's own 95 % intervals, ``metrics.side_by_side`` the
+    compared metrics per layer; ``inputs`` ({role: description}) and ``provenance`` are the
+    caller's (library versions are added when missing); ``warnings`` name their layer.
     """
     from .report import library_versions  # report imports evaluate: keep it lazy here
 
@@ -263,6 +264,6 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
         "bootstrap": comparison.bootstrap,
         "parameters": {**first.parameters, "bootstrap": comparison.bootstrap["n_resamples"]},
         "inputs": inputs,
-        "provenance": {**provenance, **library_versions()},
+        "provenance": {**library_versions(), **provenance},
         "warnings": warnings,
     }

@@ -21,11 +21,11 @@ from ..core.checks import check_threshold
 from ..core.compare import COMPARED_KEYS, compare_predictions, comparison_report
 from ..core.crs import resolve_equal_area_crs
 from ..core.matching import MATCHING_METHODS
-from ..core.report import render_html, to_json_text, write_atomically
+from ..core.report import to_json_text, write_atomically
+from ..core.report_compare import render_comparison_html
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY, QGIS_VERSION, VECTOR_POLYGON
+from .compat import FAST_INSERT, NO_GEOMETRY, VECTOR_POLYGON
 from .layers import forward_core_log, qgis_values, read_source
-from .metadata import plugin_version
 from .parameters import (
     advanced,
     bootstrap_parameters,
@@ -42,14 +42,12 @@ from .parameters import (
     with_help,
 )
 from .progress import FeedbackProgress
-from .styles import RESOURCES_DIR
+from .reporting import input_description, plain_parameters, provenance
 from .validation import (
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
 )
-
-COMPARE_TEMPLATE = RESOURCES_DIR / "compare.html.j2"
 
 #: Metrics whose difference against the first layer gets columns in the table.
 DIFFERENCE_COLUMNS = ("precision", "recall", "f1", "iou_mean", "best_iou_mean", "area_weighted_f1")
@@ -246,21 +244,20 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
 
         feedback.setProgressText(self.tr("Writing outputs"))
         results = self._write_table(parameters, context, comparison, layers)
-        report = comparison_report(
-            comparison,
-            {
-                "reference": _describe(reference_source, self.parameterAsVectorLayer(
-                    parameters, self.REFERENCE, context), reference),
-                "predicted": [
-                    {**_describe(layer, layer, features), "name": name}
-                    for name, layer, features in zip(comparison.names, layers, predicted)
-                ],
-            },
-            {"plugin": plugin_version(), "qgis": QGIS_VERSION},
-        )
+        inputs = {
+            "reference": input_description(
+                self, parameters, self.REFERENCE, context, len(reference.feature_ids)
+            )
+        }
+        for k, (name, layer, features) in enumerate(zip(comparison.names, layers, predicted)):
+            inputs[f"predicted {k + 1}: {name}"] = _layer_description(layer, features)
+        report = comparison_report(comparison, inputs, provenance())
+        report["reproduce"] = {
+            "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
+        }
         for name, render in (
             (self.REPORT_JSON, to_json_text),
-            (self.REPORT_HTML, lambda data: render_html(data, COMPARE_TEMPLATE)),
+            (self.REPORT_HTML, render_comparison_html),
         ):
             path = self.parameterAsFileOutput(parameters, name, context)
             if not requested(parameters, name) or not path:
@@ -326,10 +323,15 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         return {self.OUTPUT_TABLE: dest_id}
 
 
-def _describe(source, layer, features) -> dict:
-    """Source, feature count and CRS of an input, for the report."""
+def _layer_description(layer, features) -> dict:
+    """A predicted layer as the report's "What was compared" shows it (the keys of
+    reporting.input_description)."""
+    crs = layer.crs()
     return {
-        "source": layer.publicSource() if layer is not None else None,
+        "source": layer.publicSource(),
+        "layer_name": layer.name(),
+        "crs": (crs.authid() or crs.description() or None) if crs.isValid() else None,
         "feature_count": len(features.feature_ids),
-        "crs": source.sourceCrs().authid() or None,
+        "selected_features_only": False,
+        "filter": layer.subsetString() or None,
     }

@@ -39,9 +39,21 @@ def test_layers_side_by_side_with_paired_differences(ioueval_provider, tmp_path)
     assert report["metrics"]["per_layer"]["second"]["count_tp"] == 16
     assert report["metrics"]["differences"]["second"]["recall"]["significant"] is True
     assert report["bootstrap"]["method"] == "paired percentile"
-    assert report["inputs"]["predicted"][1]["feature_count"] == 16
+    assert report["inputs"]["predicted 2: second"]["feature_count"] == 16
+    assert report["reproduce"]["algorithm"] == "ioueval:comparepredictions"
     html = (tmp_path / "compare.html").read_text(encoding="utf-8")
     assert "Differences against first" in html and "second" in html
+    # Every number on the page is the JSON report's (the shared skeleton's check).
+    from iou_evaluation.core.report_html import format_number, lookup, shown_values
+
+    shown = shown_values(html)
+    assert len(shown) > 40
+    for path, text in shown:
+        value = lookup(report, path)
+        assert text in (format_number(value), format_number(value, 2)), (path, text)
+    for section in ("side-by-side", "differences"):
+        assert f'id="{section}"' in html
+    assert html.count("data:image/svg+xml;base64,") == 2
 
 
 def test_one_layer_is_not_a_comparison(ioueval_provider):
