@@ -4,6 +4,8 @@ core.compare."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from qgis.core import (
     QgsFeature,
     QgsField,
@@ -12,6 +14,7 @@ from qgis.core import (
     QgsProcessingFeatureSource,
     QgsProcessingOutputNumber,
     QgsProcessingParameterMultipleLayers,
+    QgsProviderRegistry,
     QgsVectorLayer,
 )
 from qgis.PyQt.QtCore import QVariant
@@ -213,7 +216,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
                 comparison = compare_predictions(
                     [p.geometries for p in predicted],
                     reference.geometries,
-                    names=[layer.name() for layer in layers],
+                    names=[_layer_name(layer) for layer in layers],
                     predicted_crss=[p.crs_wkt for p in predicted],
                     reference_crs=reference.crs_wkt,
                     strata=[a[strata_index] for a in reference.attributes]
@@ -321,6 +324,17 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
                 self.writeFeatureError(sink, parameters, self.OUTPUT_TABLE)
             )
         return {self.OUTPUT_TABLE: dest_id}
+
+
+def _layer_name(layer) -> str:
+    """The layer's name; for a layer opened from a path (qgis_process), whose name is the
+    file's, the name of the layer inside the file when there is one (csb_2017_2024 rather
+    than csb_fields for csb_fields.gpkg|layername=csb_2017_2024)."""
+    parts = QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
+    inner, path = parts.get("layerName"), parts.get("path") or ""
+    if inner and layer.name() == Path(path).stem:
+        return inner
+    return layer.name()
 
 
 def _layer_description(layer, features) -> dict:
