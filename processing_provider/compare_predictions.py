@@ -23,6 +23,7 @@ from ..core import EvaluationCanceled
 from ..core.checks import check_threshold
 from ..core.compare import COMPARED_KEYS, compare_predictions, comparison_report
 from ..core.crs import resolve_equal_area_crs
+from ..core.grouping import parse_size_bins
 from ..core.matching import MATCHING_METHODS
 from ..core.report import to_json_text, write_atomically
 from ..core.report_compare import render_comparison_html
@@ -40,6 +41,7 @@ from .parameters import (
     polygon_source,
     report_destinations,
     requested,
+    size_bins_parameter,
     strata_field_parameter,
     table_sink,
     with_help,
@@ -89,6 +91,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
     MATCHING = "MATCHING"
     STRATA_FIELD = "STRATA_FIELD"
+    SIZE_BINS = "SIZE_BINS"
     BOUNDARY_TOLERANCE = "BOUNDARY_TOLERANCE"
     BOUNDARY_SAMPLE_SPACING = "BOUNDARY_SAMPLE_SPACING"
     BOOTSTRAP = "BOOTSTRAP"
@@ -118,6 +121,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         for parameter in [
             matching_parameter(self.tr),
             strata_field_parameter(self.tr),
+            size_bins_parameter(self.tr),
             *boundary_parameters(self.tr),
         ]:
             self.addParameter(advanced(parameter))
@@ -162,6 +166,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         if error:
             return False, error
         try:
+            parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
             check_threshold(
                 self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context), "IOU_THRESHOLD"
             )
@@ -201,6 +206,9 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         options = {
             "iou_threshold": self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
             "equal_area_crs": equal_area_crs_value(self, parameters, context),
+            "size_bins": parse_size_bins(
+                self.parameterAsString(parameters, self.SIZE_BINS, context)
+            ),
             "matching": MATCHING_METHODS[
                 self.parameterAsEnum(parameters, self.MATCHING, context)
             ],

@@ -10,7 +10,6 @@ from pathlib import Path
 from qgis.core import (
     QgsCoordinateTransform,
     QgsProcessingParameterFile,
-    QgsProcessingParameterString,
     QgsField,
     QgsProcessingException,
     QgsProcessingOutputNumber,
@@ -47,6 +46,7 @@ from .parameters import (
     equal_area_crs_value,
     iou_threshold_parameter,
     matching_parameter,
+    size_bins_parameter,
     strata_field_parameter,
 )
 from .progress import FeedbackProgress as _FeedbackProgress
@@ -182,12 +182,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         advanced = [
             matching_parameter(self.tr),
             strata_field_parameter(self.tr),
-            QgsProcessingParameterString(
-                self.SIZE_BINS,
-                self.tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
-                defaultValue="",
-                optional=True,
-            ),
+            size_bins_parameter(self.tr),
             *boundary_parameters(self.tr),
             *bootstrap_parameters(self.tr),
             QgsProcessingParameterField(

@@ -8,8 +8,6 @@ EVALUATE_POLYGONS = {
     "REFERENCE": "The reference (ground truth) polygons, in any CRS.",
     "REFERENCE_ID_FIELD": "Keys the per-field table and the TP layer's ref_id, so the table "
     "joins back to the reference layer. Default: the feature id (column ref_fid).",
-    "SIZE_BINS": "Empty: off. 'auto': a 1-2-5 series in ha spanning the reference areas. Or "
-    "increasing edges in ha such as 0,0.5,1,2,5,inf: metrics per size class [lower, upper).",
     "SCORE_FIELD": "A numeric confidence per prediction: adds COCO-style average precision "
     "(AP@[.50:.95], AP50, AP75, AR) and a precision-recall curve.",
     "PREDICTED_CLASS_FIELD": "Class-aware matching: a prediction matches a reference of its "

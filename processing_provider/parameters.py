@@ -16,6 +16,7 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
+    QgsProcessingParameterString,
 )
 
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS
@@ -179,6 +180,20 @@ def strata_field_parameter(tr, name: str = "STRATA_FIELD", parent: str = "REFERE
         ),
         tr("A reference field (county, crop type…): metrics per value, and bootstrap "
            "resampling within each."),
+    )
+
+
+def size_bins_parameter(tr, name: str = "SIZE_BINS"):
+    return with_help(
+        QgsProcessingParameterString(
+            name,
+            tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
+            defaultValue="",
+            optional=True,
+        ),
+        tr("Empty: off. 'auto': a 1-2-5 series in ha spanning the reference areas. Or "
+           "increasing edges in ha such as 0,0.5,1,2,5,inf: metrics per size class "
+           "[lower, upper) (per_size_class)."),
     )
 
 

@@ -19,6 +19,7 @@ def test_layers_side_by_side_with_paired_differences(ioueval_provider, tmp_path)
             "PREDICTED_LAYERS": [first, second],
             "REFERENCE": memory_layer(REFERENCE, name="reference"),
             "BOOTSTRAP": 300,
+            "SIZE_BINS": "0,0.02,1",  # every 100 m² (0.01 ha) field in the first class
             "OUTPUT_TABLE": "TEMPORARY_OUTPUT",
             "REPORT_JSON": str(tmp_path / "compare.json"),
             "REPORT_HTML": str(tmp_path / "compare.html"),
@@ -37,6 +38,7 @@ def test_layers_side_by_side_with_paired_differences(ioueval_provider, tmp_path)
     assert (result["BEST_LAYER"], result["BEST_F1"]) == (2, pytest.approx(2 * 0.8 / 1.8))
     report = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))
     assert report["metrics"]["per_layer"]["second"]["count_tp"] == 16
+    assert report["metrics"]["per_layer"]["second"]["per_size_class"]["0-0.02"]["n"] == 20
     assert report["metrics"]["differences"]["second"]["recall"]["significant"] is True
     assert report["bootstrap"]["method"] == "paired percentile"
     assert report["inputs"]["predicted 2: second"]["feature_count"] == 16
