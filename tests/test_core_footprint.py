@@ -185,3 +185,28 @@ def test_scores_stay_in_range_and_are_symmetric(x1, y1, s1, x2, y2, s2):
     assert -1.0 <= one.diou[0] <= 1.0
     assert one.iou[0] == pytest.approx(two.iou[0], abs=1e-12)
     assert one.dice[0] == pytest.approx(2 * one.iou[0] / (1 + one.iou[0]), abs=1e-9)
+
+
+def test_tiled_measures_equal_one_dissolve(monkeypatch):
+    # Overlapping boxes of both layers spread over several tiles: measured tile by tile (every
+    # footprint of more than 0 rows) and dissolved whole, the metrics agree.
+    from iou_evaluation.core import footprint
+
+    rng = np.random.default_rng(7)
+    corners = rng.uniform(0, 1000, size=(2, 300, 2))
+    sizes = rng.uniform(5, 80, size=(2, 300, 2))
+    a = [box(x, y, x + w, y + h) for (x, y), (w, h) in zip(corners[0], sizes[0])]
+    b = [box(x, y, x + w, y + h) for (x, y), (w, h) in zip(corners[1], sizes[1])]
+    ids_a, ids_b = list(rng.integers(0, 3, 300)), list(rng.integers(0, 3, 300))
+    whole = footprint_iou(a, b, predicted_crs=None, reference_crs=None,
+                          predicted_ids=ids_a, reference_ids=ids_b)
+    monkeypatch.setattr(footprint, "TILED_ROWS", 0)
+    monkeypatch.setattr(footprint, "_ROWS_PER_TILE", 20)
+    tiled = footprint_iou(a, b, predicted_crs=None, reference_crs=None,
+                          predicted_ids=ids_a, reference_ids=ids_b)
+    for name in ("area_a", "area_b", "intersection", "union", "iou", "dice", "giou", "diou"):
+        assert getattr(tiled.overall, name) == pytest.approx(getattr(whole.overall, name),
+                                                             rel=1e-9), name
+        assert getattr(tiled.by_id, name) == pytest.approx(getattr(whole.by_id, name),
+                                                           rel=1e-9), name
+    assert 0 < whole.overall.iou[0] < 1
