@@ -253,26 +253,42 @@ def _metrics(
     inter[both] = intersection_area(a[both], b[both])
     enclosing_area, rho2, c2 = np.zeros(n), np.zeros(n), np.ones(n)
     if len(both):
-        ga, gb = a[both], b[both]
-        if x_period is not None:
-            ga, gb = _side_by_side(ga, gb, x_period)
-        bounds_a, bounds_b = shapely.bounds(ga), shapely.bounds(gb)
-        low = np.minimum(bounds_a[:, :2], bounds_b[:, :2])
-        high = np.maximum(bounds_a[:, 2:], bounds_b[:, 2:])
-        if enclosing == "box":
-            enclosing_area[both] = np.prod(high - low, axis=1)
-        else:
-            pairs = np.empty(2 * len(both), dtype=object)
-            pairs[0::2], pairs[1::2] = ga, gb
-            hulls = shapely.convex_hull(
-                shapely.geometrycollections(pairs, indices=np.repeat(np.arange(len(both)), 2))
-            )
-            enclosing_area[both] = shapely.area(hulls)
-        centre_a = shapely.get_coordinates(shapely.centroid(ga))
-        centre_b = shapely.get_coordinates(shapely.centroid(gb))
-        rho2[both] = np.sum((centre_a - centre_b) ** 2, axis=1)
-        c2[both] = np.sum((high - low) ** 2, axis=1)
+        enclosing_area[both], rho2[both], c2[both] = enclosing_measures(
+            a[both], b[both], enclosing, x_period
+        )
     return metrics_from_measures(area_a, area_b, inter, enclosing_area, rho2, c2, zero_division)
+
+
+def enclosing_measures(a, b, enclosing: str = "convex_hull", x_period: float | None = None):
+    """What GIoU and DIoU need of pairs (a[k], b[k]) of polygonal geometries with area.
+
+    Args:
+        a, b: object arrays, shape (n,), in one planar or metric CRS.
+        enclosing, x_period: as for ``pair_metrics``.
+
+    Returns (enclosing_area, rho2, c2), float arrays (n,): the area of the enclosing shape C,
+    the squared distance between the centroids, and the squared diagonal of the smallest
+    axis-aligned box enclosing both.
+    """
+    if x_period is not None:
+        a, b = _side_by_side(a, b, x_period)
+    bounds_a, bounds_b = shapely.bounds(a), shapely.bounds(b)
+    low = np.minimum(bounds_a[:, :2], bounds_b[:, :2])
+    high = np.maximum(bounds_a[:, 2:], bounds_b[:, 2:])
+    if enclosing == "box":
+        enclosing_area = np.prod(high - low, axis=1)
+    else:
+        pairs = np.empty(2 * len(a), dtype=object)
+        pairs[0::2], pairs[1::2] = a, b
+        hulls = shapely.convex_hull(
+            shapely.geometrycollections(pairs, indices=np.repeat(np.arange(len(a)), 2))
+        )
+        enclosing_area = shapely.area(hulls)
+    centre_a = shapely.get_coordinates(shapely.centroid(a))
+    centre_b = shapely.get_coordinates(shapely.centroid(b))
+    rho2 = np.sum((centre_a - centre_b) ** 2, axis=1)
+    c2 = np.sum((high - low) ** 2, axis=1)
+    return enclosing_area, rho2, c2
 
 
 def metrics_from_measures(

@@ -1,9 +1,10 @@
 """Every overlapping (predicted, reference) pair of two layers with its areas, IoU, Dice, GIoU
 and DIoU: the table behind ioueval:overlappairs.
 
-Candidate pairs come from ``overlap.overlap_pairs`` (STRtree query, pairs with an intersection
-of positive area); each pair is scored by ``pair_metrics.pair_metrics``, on geometries
-prepared by ``prepare.prepare_layer`` (repair, reprojection to the equal-area CRS).
+Candidate pairs and their intersection areas come from ``overlap.overlap_pairs`` (STRtree
+query, pairs with an intersection of positive area: the pairs ``evaluate`` matches on); the
+ratios are ``pair_metrics.metrics_from_measures``', on geometries prepared by
+``prepare.prepare_layer`` (repair, reprojection to the equal-area CRS).
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ from .crs import (
     resolve_crs,
     resolve_equal_area_crs,
 )
-from .footprint import quiet_prepare_log
 from .overlap import overlap_pairs
-from .pair_metrics import PairMetrics, cylindrical_x_period, pair_metrics
+from .pair_metrics import (
+    PairMetrics,
+    cylindrical_x_period,
+    enclosing_measures,
+    metrics_from_measures,
+)
 from .prepare import PreparedLayer, geometry_array, polygonal_parts, prepare_layer
 from .progress import Progress
 
@@ -107,10 +112,16 @@ def overlap_pair_table(
     )
     progress.checkpoint(85, "Scoring pairs")
     a, b = pred.geometries[pairs.predicted], ref.geometries[pairs.reference]
-    with quiet_prepare_log():
-        metrics = pair_metrics(
+    # The intersections overlap_pairs measured (the ones evaluate matches on): no second
+    # overlay; GIoU's hull and DIoU's centroids are measured here.
+    metrics = metrics_from_measures(
+        pred.area_m2[pairs.predicted],
+        ref.area_m2[pairs.reference],
+        pairs.intersection_m2,
+        *enclosing_measures(
             a, b, x_period=cylindrical_x_period(ea_crs) if ea_crs is not None else None
-        )
+        ),
+    )
     intersections = None
     if with_intersections:
         # Polygonal parts only (a pair can also share an edge beside its overlap); a pair
