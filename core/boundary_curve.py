@@ -1,6 +1,6 @@
 """Boundary precision, recall and F1 as the boundary tolerance grows from the chosen one to
-four times it: the same boundaries (each polygon in its UTM zone) measured again, exactly,
-at each tolerance."""
+four times it: the same boundary segments (each polygon in its UTM zone) measured exactly at
+every tolerance in one pass."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from .boundary import ZonedLayer
 from .metrics import f1_score, ratio
-from .tolerance import tolerance_lengths_in_utm
+from .tolerance import tolerance_lengths_in_utm_at
 
 #: Tolerances of the curve, as multiples of the chosen boundary tolerance.
 TOLERANCE_MULTIPLES = (1.0, 1.5, 2.0, 3.0, 4.0)
@@ -19,19 +19,20 @@ def boundary_f1_by_tolerance(
     predicted: ZonedLayer,
     tolerance_m: float,
     predicted_counted: np.ndarray | None = None,
-    first: tuple | None = None,
     multiples=TOLERANCE_MULTIPLES,
     progress=None,
 ) -> dict:
     """Boundary precision, recall and F1 at ``tolerance_m`` times each of ``multiples``.
+
+    All tolerances are measured in one pass over the boundaries
+    (``tolerance.tolerance_lengths_in_utm_at``): the pairs of boundary pieces are found once,
+    within the largest tolerance, and solved exactly at each.
 
     Args:
         reference, predicted: the layers as ``evaluate`` measured them (``zoned_layer``).
         tolerance_m: the chosen tolerance in m, > 0.
         predicted_counted: bool (predicted.n,): predictions that count (not on an ignore
             region); all when None.
-        first: the four arrays of ``tolerance_lengths_in_utm`` at ``tolerance_m`` when already
-            computed (the first multiple must then be 1).
         progress: optional callable(fraction in [0, 1]); may raise to cancel.
 
     Returns:
@@ -46,29 +47,21 @@ def boundary_f1_by_tolerance(
     """
     counted = (np.ones(predicted.n, dtype=bool) if predicted_counted is None
                else np.asarray(predicted_counted, dtype=bool))
+    tolerances = [tolerance_m * float(m) for m in multiples]
+    within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm_at(
+        reference, predicted, tolerances, progress=progress
+    )
+    # Both layers empty: 1, as evaluate's rates (the agribound seed's 0.1.x convention).
+    empty = 1.0 if reference.n == 0 and not counted.any() else 0.0
     out = {key: [] for key in ("multiple", "tolerance_m", "boundary_precision",
                                "boundary_recall", "boundary_f1")}
-    todo = [m for m in multiples if not (first is not None and m == 1.0)]
-    done = 0
-    for multiple in multiples:
-        tol = tolerance_m * multiple
-        if first is not None and multiple == 1.0:
-            lengths = first
-        else:
-            part = None if progress is None else (
-                lambda f, k=done: progress((k + f) / max(len(todo), 1))
-            )
-            lengths = tolerance_lengths_in_utm(reference, predicted, tol, progress=part)
-            done += 1
-        within_ref, perimeter_ref, within_pred, perimeter_pred = lengths
-        # Both layers empty: 1, as evaluate's rates (the agribound seed's 0.1.x convention).
-        empty = 1.0 if reference.n == 0 and not counted.any() else 0.0
+    for k, multiple in enumerate(multiples):
         precision = float(
-            ratio(np.sum(within_pred[counted]), np.sum(perimeter_pred[counted]), empty)
+            ratio(np.sum(within_pred[k][counted]), np.sum(perimeter_pred[counted]), empty)
         )
-        recall = float(ratio(np.sum(within_ref), np.sum(perimeter_ref), empty))
+        recall = float(ratio(np.sum(within_ref[k]), np.sum(perimeter_ref), empty))
         out["multiple"].append(float(multiple))
-        out["tolerance_m"].append(float(tol))
+        out["tolerance_m"].append(float(tolerances[k]))
         out["boundary_precision"].append(precision)
         out["boundary_recall"].append(recall)
         out["boundary_f1"].append(empty or float(f1_score(precision, recall)))

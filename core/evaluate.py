@@ -32,6 +32,7 @@ from .crs import (
     resolve_crs,
     resolve_equal_area_crs,
 )
+from .detection import detection_scores
 from .grouping import (
     Groups,
     bootstrap_weights,
@@ -193,7 +194,8 @@ def evaluate(
         progress: receives progress and may cancel (EvaluationCanceled is raised).
         tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
             F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
-            ``boundary_by_tolerance``; each multiple but 1 costs a tolerance stage more.
+            ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
+            multiple: about twice the tolerance stage for 1 to 4 times).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -302,6 +304,7 @@ def evaluate(
     quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
     metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
     warnings += _data_warnings(ref, ignore, pred, ea_crs)
+    warnings += _empty_layer_warnings(n_ref_in, n_pred_in)
     if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
         # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
         metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
@@ -362,6 +365,12 @@ def evaluate(
     metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
 
     per_reference = tables.reference
+    detection, detection_columns = detection_scores(
+        candidates, ref.n, pred.n, iou_threshold, coverage,
+        None if ref_group is None else (ref_group, pred_group, ref.keep, pred.keep),
+    )
+    metrics.update(detection)
+    per_reference.update(detection_columns)
     groups: dict[str, Groups] = {}
     if strata is not None:
         groups["per_stratum"] = strata_groups(strata[ref.keep])
@@ -762,16 +771,14 @@ def _boundary_metrics(
 
 def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
     """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
-    on the same UTM boundaries as the boundary metrics; the 1x lengths are reused."""
+    on the same UTM boundaries as the boundary metrics."""
     ref_crs, pred_crs, ea_crs = crss
-    r, p = tables.reference, tables.predicted
+    r = tables.reference
     return boundary_f1_by_tolerance(
         zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
         zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
         tolerance_m,
         predicted_counted=~ignored,
-        first=(r["boundary_within_tolerance_m"], r["perimeter_m"],
-               p["boundary_within_tolerance_m"], p["perimeter_m"]),
         multiples=tuple(multiples),
         progress=progress,
     )
@@ -802,6 +809,17 @@ def _only_missing_dropped(*layers: PreparedLayer) -> bool:
     )
 
 
+#: How the report words each reason for not evaluating a row (prepare.DROP_REASONS).
+_DROP_WORDS = {
+    "null": "no geometry",
+    "empty": "empty geometry",
+    "not_polygonal": "points or lines",
+    "non_finite": "non-finite coordinates",
+    "zero_area": "zero area",
+    "not_projectable": "not projectable to the equal-area CRS",
+}
+
+
 def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
     """Messages for the report about rows dropped or repaired, and about planar coordinates
     that look like longitude/latitude (a layer whose CRS got lost)."""
@@ -814,13 +832,18 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
         }
         n_dropped = sum(dropped.values())
         if n_dropped:
-            reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dropped.items() if v)
+            reasons = ", ".join(
+                f"{_DROP_WORDS.get(k, k.replace('_', ' '))} {v:,}" for k, v in dropped.items() if v
+            )
             messages.append(
-                f"{n_dropped} of {n_input} {name} rows were not evaluated ({reasons})"
+                f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
             )
         n_repaired = sum(layer.n_repaired for layer in layers)
         if n_repaired:
-            messages.append(f"{n_repaired} invalid {name} geometries were repaired")
+            messages.append(
+                f"{n_repaired:,} invalid {name} geometries were repaired (make_valid, keeping "
+                "their polygonal parts) and evaluated"
+            )
     if ea_crs is None and ref.n + pred.n:
         geoms = np.concatenate([ref.geometries, pred.geometries])
         xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
@@ -830,6 +853,24 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
                 "areas are in squared coordinate units; assign the layers their CRS"
             )
             logger.warning(messages[-1])  # the drop and repair counts are logged by prepare
+    return messages
+
+
+def _empty_layer_warnings(n_reference: int, n_predicted: int) -> list[str]:
+    """A warning (also logged) for each input layer without a single row: the run is scored
+    by the seed's empty-denominator rules, which say little about a model."""
+    messages = []
+    for name, n, rule in (
+        ("reference", n_reference, "every prediction is a false positive, recall is 0"),
+        ("predicted", n_predicted, "every reference field is a false negative, precision is 0"),
+    ):
+        if n == 0:
+            messages.append(
+                f"The {name} layer is empty (no features): {rule}"
+                + (" (with both layers empty, the rates are 1.0 by convention)"
+                   if n_reference == n_predicted == 0 else "")
+            )
+            logger.warning(messages[-1])
     return messages
 
 

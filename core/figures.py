@@ -275,8 +275,11 @@ def _style_axes(ax) -> None:
 def _legend_above(ax) -> None:
     """The legend in one row above the axes, clear of the data."""
     handles, labels = ax.get_legend_handles_labels()
+    # One row when short; long labels in rows of two or one, so the axes keep their width.
+    width = sum(len(label) for label in labels)
+    ncol = min(len(labels), 4) if width <= 60 else (2 if max(map(len, labels)) <= 40 else 1)
     ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.01),
-              ncol=min(len(labels), 4), fontsize=8, frameon=False, borderaxespad=0.0)
+              ncol=max(ncol, 1), fontsize=8, frameon=False, borderaxespad=0.0)
 
 
 def _vlines(ax, vlines) -> None:

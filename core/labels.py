@@ -67,8 +67,9 @@ def is_true(value) -> bool:
 def ancestors_from_taxonomy(taxonomy: dict | None) -> dict[str, frozenset[str]]:
     """All ancestors of each class from a mapping child → parent (or list of parents).
 
-    Names are normalised by ``class_key`` (stripped, casefolded). Raises ValueError (naming TAXONOMY) for a value that is not a name
-    or list of names, and for a cycle (a class that would be its own ancestor).
+    Names are normalised by ``class_key`` (stripped, casefolded). Raises ValueError (naming
+    TAXONOMY) for a value that is not a name or list of names, and for a cycle (a class that
+    would be its own ancestor).
     """
     if not taxonomy:
         return {}

@@ -11,6 +11,8 @@ COCO = "COCO detection evaluation (Lin et al. 2014; pycocotools cocoeval), 101-p
 PB2010 = ("Persello & Bruzzone 2010, doi:10.1109/TGRS.2009.2029570; Clinton et al. 2010, "
           "doi:10.14358/PERS.76.3.289; via agribound 1.0")
 PLUGIN = "this plugin (README)"
+GALTEA = "Galtea spatial match (seeds/galtea_spatial_match.txt)"
+GROUNDSET = "GroundSet, Ferrod et al. 2026 (seeds/groundset_eval.txt)"
 GUIDE = "spatial IoU guide (seeds/spatial_iou_guide.txt): report distributions, not only means"
 
 _EMPTY = "0 on an empty denominator, 1 when both layers are empty"
@@ -131,7 +133,8 @@ _ROWS = (
      "structure method) and evaluated.", "", AGRIBOUND),
     ("count_predicted_repaired", "Invalid predicted geometries repaired and evaluated.", "",
      AGRIBOUND),
-    ("count_ignore_regions", "Reference rows flagged as ignore regions.", "", PLUGIN + "; COCO crowd"),
+    ("count_ignore_regions", "Reference rows flagged as ignore regions.", "",
+     PLUGIN + "; COCO crowd"),
     ("count_predicted_ignored", "Unmatched predictions covered by an ignore region "
      "(|p ∩ r| / |p| ≥ threshold): neither TP nor FP.", "", PLUGIN + "; COCO crowd"),
     # --- groups -------------------------------------------------------------------------
@@ -205,6 +208,32 @@ _ROWS = (
      "max_detections per image (not ranked).", "", COCO),
     ("average_precision.count_class_with_reference", "Classes with at least one reference "
      "(AP averages over them).", "", COCO),
+    # --- detection-style scores (core/detection.py) ----------------------------------------
+    ("spatial_match_rate", "Share of reference fields whose best IoU with any prediction that "
+     "may match them (same group, compatible class) reaches the threshold; one prediction may "
+     "serve several references (per-field column spatial_match).",
+     "count_spatial_match / count_reference; 0 without references", GALTEA),
+    ("count_spatial_match", "Reference fields that pass the spatial match.", "", GALTEA),
+    ("groundset_precision", "Precision of GroundSet's rule: greedy one-to-one matching by "
+     "descending IoU among candidates, whatever MATCHING is; a duplicate is a FP.",
+     "TP / (TP + FP); 0 on an empty denominator", GROUNDSET),
+    ("groundset_recall", "Recall of GroundSet's rule.", "TP / (TP + FN); 0 on an empty "
+     "denominator", GROUNDSET),
+    ("groundset_f1", "F1 at the IoU threshold (GroundSet's F1@0.5 at 0.5).",
+     "2 · P · R / (P + R); 0 when P + R = 0", GROUNDSET),
+    ("groundset_count_tp", "GroundSet true positives: references claimed by a prediction "
+     "with IoU ≥ threshold.", "", GROUNDSET),
+    ("groundset_count_fp", "GroundSet false positives: predictions with IoU < threshold or "
+     "duplicates (predictions on ignore regions are not counted).", "", GROUNDSET),
+    ("groundset_count_fn", "GroundSet false negatives: references not claimed.", "",
+     GROUNDSET),
+    ("groundset_miou", "Mean over reference fields of the best IoU of a candidate "
+     "prediction; a missed reference counts 0.", "Σ max IoU / count_reference", GROUNDSET),
+    ("count_tn", "True negatives (with group fields): groups (images) with neither an "
+     "evaluated reference nor a counted prediction, e.g. a group whose rows all have null "
+     "geometries (an answer of nothing where nothing exists).", "", GROUNDSET),
+    ("count_groups", "Group values found in either layer (rows without a group value are "
+     "not a group).", "", GROUNDSET),
     # --- study area (STUDY_AREA; issue 13) ------------------------------------------------
     ("study_area_rule", "How the study area selected the rows of both layers alike: "
      "intersects (shares a point with it), centroid_within (centroid inside or on the "
@@ -221,6 +250,10 @@ _ROWS = (
     # --- the rest of the report -----------------------------------------------------------
     ("worst_reference_fields", "The 12 reference fields with the lowest best IoU (ties: "
      "larger first): id, best IoU, area, predictions overlapping.", "", PLUGIN),
+    ("outcome_areas_ha", "Areas of the outcomes, in ha: tp_reference (matched reference "
+     "fields), tp_predicted (matched predictions), fp (unmatched predictions, without those "
+     "on ignore regions), fn (unmatched reference fields).", "Σ|·| / 10⁴ in the equal-area CRS",
+     PLUGIN),
     ("parameters", "The parameters as used (and the field names given).", "", PLUGIN),
     ("inputs", "Each input: source, layer, CRS, features read, selection or filter.", "",
      PLUGIN),

@@ -181,6 +181,8 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
     """Small maps of the worst reference fields: the field's outline (black), the
     predictions overlapping it filled as in the TP (blue) and FP (orange) layers, each field
     in its own UTM zone (metres), or in planar units."""
+    from matplotlib.colors import to_rgba
+
     rows = _worst_rows(evaluation, len(worst))
     ref, pred = evaluation.reference, evaluation.predicted
     pairs = evaluation.pairs
@@ -197,10 +199,11 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
             predicted = np.array([_to_crs(g, pred.crs, epsg) for g in predicted], dtype=object)
         layers = [
             (predicted[matched_pred[others]],
-             {"facecolor": figures.COLORS["tp"], "alpha": 0.45, "edgecolor": figures.COLORS["tp"],
+             {"facecolor": to_rgba(figures.COLORS["tp"], 0.4), "edgecolor": figures.COLORS["tp"],
               "linewidth": 0.8}),
             (predicted[~matched_pred[others]],
-             {"facecolor": figures.COLORS["fp"], "alpha": 0.45, "edgecolor": figures.COLORS["fp"],
+             # hatch lines take the edge colour: darker than the fill, so they show
+             {"facecolor": to_rgba(figures.COLORS["fp"], 0.35), "edgecolor": "#8c5a00",
               "linewidth": 0.8, "hatch": "////"}),
             ([field], {"facecolor": "none", "edgecolor": "black", "linewidth": 1.4}),
         ]

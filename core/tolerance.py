@@ -86,19 +86,52 @@ def tolerance_lengths_in_utm(
     Source: agribound seed, boundary_recall (reference) and boundary_precision (predicted).
     """
     tol = check_positive(tolerance_m, "tolerance_m")
+    within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm_at(
+        reference, predicted, (tol,), progress
+    )
+    return within_ref[0], perimeter_ref, within_pred[0], perimeter_pred
+
+
+def tolerance_lengths_in_utm_at(
+    reference: ZonedLayer,
+    predicted: ZonedLayer,
+    tolerances_m,
+    progress: ProgressCallback | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``tolerance_lengths_in_utm`` at several tolerances in one pass: the pairs of boundary
+    pieces are found once, within the largest tolerance, and each pair is solved exactly at
+    every tolerance.
+
+    Args:
+        tolerances_m: K tolerances in metres, each > 0.
+
+    Returns:
+        ``(within_ref_m, perimeter_ref_m, within_pred_m, perimeter_pred_m)``: the within
+        lengths of shapes (K, reference.n) and (K, predicted.n), row k at ``tolerances_m[k]``;
+        the perimeters of shapes (reference.n,) and (predicted.n,).
+
+    Raises:
+        ValueError: a tolerance that is not positive and finite, no tolerance, one layer
+            planar and the other not.
+    """
+    tols = np.array([check_positive(t, "tolerance_m") for t in tolerances_m], dtype=float)
+    if len(tols) == 0:
+        raise ValueError("tolerances_m must hold at least one tolerance")
+    tol = float(tols.max())  # what the searches must reach
     check_same_space(reference, predicted)
     if reference.crs is None:
-        return _lengths_within(reference.local, predicted.local, tol, True, progress)
-    within_ref, perimeter_ref = np.zeros(reference.n), np.zeros(reference.n)
-    within_pred, perimeter_pred = np.zeros(predicted.n), np.zeros(predicted.n)
+        return _lengths_within(reference.local, predicted.local, tols, True, progress)
+    k_tols = len(tols)
+    within_ref, perimeter_ref = np.zeros((k_tols, reference.n)), np.zeros(reference.n)
+    within_pred, perimeter_pred = np.zeros((k_tols, predicted.n)), np.zeros(predicted.n)
     codes = [int(c) for c in np.unique(np.r_[reference.epsg, predicted.epsg]) if c != 0]
     weights = [np.sum(reference.epsg == c) + np.sum(predicted.epsg == c) for c in codes]
     done = np.cumsum([0] + weights) / max(sum(weights), 1)
     for k, code in enumerate(codes):
         ri = np.flatnonzero(reference.epsg == code)
         pi = np.flatnonzero(predicted.epsg == code)
-        within_ref[ri], perimeter_ref[ri], within_pred[pi], perimeter_pred[pi] = (
-            _lengths_within(reference.local[ri], predicted.local[pi], tol, True,
+        within_ref[:, ri], perimeter_ref[ri], within_pred[:, pi], perimeter_pred[pi] = (
+            _lengths_within(reference.local[ri], predicted.local[pi], tols, True,
                             _part(progress, done[k], done[k + 1]))
         )
         for layer, other, rows, within in (
@@ -113,8 +146,8 @@ def tolerance_lengths_in_utm(
             mixed = rows[_near_boxes(layer.local[rows], foreign, tol)[0]]
             if len(mixed):
                 near = _near_boxes(layer.local[mixed], boxes, tol)[1]
-                within[mixed] = _lengths_within(
-                    layer.local[mixed], other.in_zone(near, code), tol, False
+                within[:, mixed] = _lengths_within(
+                    layer.local[mixed], other.in_zone(near, code), tols, False
                 )[0]
     return within_ref, perimeter_ref, within_pred, perimeter_pred
 
@@ -148,9 +181,9 @@ def boundary_within_tolerance(
     tol = check_positive(tolerance_m, "tolerance_m")
     within, perimeter, _, _ = _lengths_within(
         np.asarray(polygons, dtype=object).reshape(-1),
-        np.asarray(others, dtype=object).reshape(-1), tol, False,
+        np.asarray(others, dtype=object).reshape(-1), np.array([tol]), False,
     )
-    return within, perimeter
+    return within[0], perimeter
 
 
 def _part(progress, lo: float, hi: float):
@@ -239,21 +272,23 @@ def _near_boxes(geoms: np.ndarray, boxes: np.ndarray, tol: float):
 # ---------------------------------------------------------------------------
 
 
-def _lengths_within(a: np.ndarray, b: np.ndarray, tol: float, both: bool, progress=None):
-    """Boundary length of each polygon of ``a`` within ``tol`` of ``b``'s boundaries and its
-    perimeter, and when ``both`` the same for ``b`` against ``a``.
+def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, progress=None):
+    """Boundary length of each polygon of ``a`` within each tolerance of ``tols`` (float
+    array, shape (K,)) of ``b``'s boundaries and its perimeter, and when ``both`` the same for
+    ``b`` against ``a``.
 
     The plane is cut into tiles of about ``_TILE_VERTICES`` vertices (``_tiles``). A piece of
     boundary (``_Pieces``) belongs to the tile holding its start point and is measured there
     against the pieces of the other layer near the tile.
 
     Returns:
-        ``(within_a, perimeter_a, within_b, perimeter_b)``: float arrays, shapes (len(a),)
-        and (len(b),); the ``b`` ones are zeros unless ``both``.
+        ``(within_a, perimeter_a, within_b, perimeter_b)``: float arrays, shapes (K, len(a)),
+        (len(a),), (K, len(b)) and (len(b),); the ``b`` ones are zeros unless ``both``.
     """
-    na, nb = len(a), len(b)
-    within_a, perimeter_a = np.zeros(na), np.zeros(na)
-    within_b, perimeter_b = np.zeros(nb), np.zeros(nb)
+    na, nb, k_tols = len(a), len(b), len(tols)
+    tol = float(np.max(tols))  # pieces, margins and searches reach the largest tolerance
+    within_a, perimeter_a = np.zeros((k_tols, na)), np.zeros(na)
+    within_b, perimeter_b = np.zeros((k_tols, nb)), np.zeros(nb)
     with np.errstate(invalid="ignore"):
         box_a, box_b = shapely.bounds(a), shapely.bounds(b)  # NaN for missing or empty
         ok_a, ok_b = np.isfinite(box_a).all(axis=1), np.isfinite(box_b).all(axis=1)
@@ -278,12 +313,12 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tol: float, both: bool, progre
 
     def run(tile):
         ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
-        return ia, ib, _tile_lengths(a[ia], b[ib], tile, tol, piece, margin, both)
+        return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, piece, margin, both)
 
     for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
-        within_a[ia] += wa
+        within_a[:, ia] += wa
         perimeter_a[ia] += pa
-        within_b[ib] += wb
+        within_b[:, ib] += wb
         perimeter_b[ib] += pb
     return (np.minimum(within_a, perimeter_a), perimeter_a,
             np.minimum(within_b, perimeter_b), perimeter_b)
@@ -412,13 +447,14 @@ class _Pieces:
             setattr(self, name, getattr(self, name)[order])
 
 
-def _tile_lengths(a, b, tile, tol: float, piece: float, margin: float, both: bool):
-    """Lengths within ``tol`` of the boundary pieces that belong to ``tile``, summed per
-    polygon of ``a`` (and of ``b`` when ``both``), and the perimeters of the segments that
-    start in it: ``(within_a, perimeter_a, within_b, perimeter_b)``, shapes (len(a),) and
-    (len(b),). ``a`` and ``b`` are the polygons near the tile."""
-    na, nb = len(a), len(b)
-    wa, wb, pb = np.zeros(na), np.zeros(nb), np.zeros(nb)
+def _tile_lengths(a, b, tile, tols, piece: float, margin: float, both: bool):
+    """Lengths within each of ``tols`` (shape (K,)) of the boundary pieces that belong to
+    ``tile``, summed per polygon of ``a`` (and of ``b`` when ``both``), and the perimeters of
+    the segments that start in it: ``(within_a, perimeter_a, within_b, perimeter_b)``, shapes
+    (K, len(a)), (len(a),), (K, len(b)), (len(b),). ``a`` and ``b`` are the polygons near
+    the tile."""
+    na, nb, k_tols = len(a), len(b), len(tols)
+    wa, wb, pb = np.zeros((k_tols, na)), np.zeros((k_tols, nb)), np.zeros(nb)
     seg_a, seg_b = _segments(a), _segments(b)
     pa = _own_lengths(seg_a, tile, na)
     if both:
@@ -434,10 +470,12 @@ def _tile_lengths(a, b, tile, tol: float, piece: float, margin: float, both: boo
         B.own[:] = False
     if A.n == 0 or B.n == 0 or not (A.own.any() or B.own.any()):
         return wa, pa, wb, pb
-    covered_a, covered_b = _covered(A, B, tol, piece)
-    wa = np.bincount(A.owner, weights=np.where(A.own, covered_a, 0.0), minlength=na)
-    if both:
-        wb = np.bincount(B.owner, weights=np.where(B.own, covered_b, 0.0), minlength=nb)
+    covered_a, covered_b = _covered(A, B, tols, piece)
+    for k in range(k_tols):
+        wa[k] = np.bincount(A.owner, weights=np.where(A.own, covered_a[k], 0.0), minlength=na)
+        if both:
+            wb[k] = np.bincount(B.owner, weights=np.where(B.own, covered_b[k], 0.0),
+                                minlength=nb)
     return wa, pa, wb, pb
 
 
@@ -454,14 +492,16 @@ def _own_lengths(segments, tile, n: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def _covered(A: _Pieces, B: _Pieces, tol: float, piece: float):
-    """Length of each piece of A within ``tol`` of B's pieces, and of each piece of B within
-    ``tol`` of A's (computed for the pieces that belong to the tile, 0 for the others).
+def _covered(A: _Pieces, B: _Pieces, tols, piece: float):
+    """Length of each piece of A within each of ``tols`` (shape (K,)) of B's pieces, and of
+    each piece of B within it of A's (computed for the pieces that belong to the tile, 0 for
+    the others): arrays of shapes (K, A.n) and (K, B.n).
 
     B is filed in a grid and the pieces of A query it (both are reordered by cell, in place);
     each pair whose boxes come within ``tol`` of each other is solved both ways
-    (``_pair_block``).
+    (``_pair_block``), at each tolerance; the search reaches the largest.
     """
+    tol = float(np.max(tols))
     gx, gy = min(A.xlo.min(), B.xlo.min()), min(A.ylo.min(), B.ylo.min())
     width = max(A.xhi.max(), B.xhi.max()) - gx
     height = max(A.yhi.max(), B.yhi.max()) - gy
@@ -481,9 +521,9 @@ def _covered(A: _Pieces, B: _Pieces, tol: float, piece: float):
     reach = tol + _SLACK * max(width, height, 1.0)
     wide = float((B.xhi - B.xlo).max()) + reach
     tall = float((B.yhi - B.ylo).max()) + reach
-    r2 = tol * tol
-    full_a, full_b = np.zeros(A.n, dtype=bool), np.zeros(B.n, dtype=bool)
-    parts_a, parts_b = [], []
+    k_tols = len(tols)
+    full_a, full_b = np.zeros((k_tols, A.n), dtype=bool), np.zeros((k_tols, B.n), dtype=bool)
+    parts_a, parts_b = [[] for _ in range(k_tols)], [[] for _ in range(k_tols)]
     for start in range(0, A.n, _QUERY_CHUNK):
         q = np.arange(start, min(start + _QUERY_CHUNK, A.n))
         ix_lo = _cell(A.xlo[q] - wide, gx, cell, ncol)
@@ -506,9 +546,12 @@ def _covered(A: _Pieces, B: _Pieces, tol: float, piece: float):
               & (A.own[qi] | B.own[bj]))
         qi, bj = np.compress(ok, qi), np.compress(ok, bj)
         for k in range(0, len(qi), _BLOCK):
-            _pair_block(A, B, qi[k : k + _BLOCK], bj[k : k + _BLOCK], tol, r2,
-                        full_a, full_b, parts_a, parts_b)
-    return _union(parts_a, full_a, A.length), _union(parts_b, full_b, B.length)
+            for t, r in enumerate(tols):
+                r = float(r)
+                _pair_block(A, B, qi[k : k + _BLOCK], bj[k : k + _BLOCK], r, r * r,
+                            full_a[t], full_b[t], parts_a[t], parts_b[t])
+    return (np.array([_union(parts_a[t], full_a[t], A.length) for t in range(k_tols)]),
+            np.array([_union(parts_b[t], full_b[t], B.length) for t in range(k_tols)]))
 
 
 def _cell(v: np.ndarray, origin: float, cell: float, n: int) -> np.ndarray:

@@ -17,7 +17,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
-    QgsProviderRegistry,
 )
 from qgis.PyQt.QtCore import QVariant
 
@@ -26,9 +25,12 @@ from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
-from ..core.report import build_report, render_html, to_json_text, write_atomically
+from ..core.boundary_curve import TOLERANCE_MULTIPLES
+from ..core.report import build_report, to_json_text, write_atomically
+from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
-from .compat import ADVANCED, FAST_INSERT, QGIS_VERSION, TABLE, VECTOR_POLYGON
+from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
+from .csvt import csv_path, write_csvt
 from .geopackage import direct_location
 from .layers import (
     feature_batches,
@@ -36,7 +38,6 @@ from .layers import (
     layer_crs_definition,
     read_source,
 )
-from .metadata import plugin_version
 from . import parameter_help
 from .parameters import (
     add_missing_help,
@@ -63,11 +64,14 @@ from .outputs import (
 from .validation import (
     destination_path,
     is_data_source_uri,
+    missing_field_error,
+    threshold_error,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
 )
-from .styles import REPORT_TEMPLATE, StylePostProcessor, store_style_in_file, style_path
+from .reporting import input_description, plain_parameters, provenance, same_layer_warning
+from .styles import StylePostProcessor, store_style_in_file, style_path
 from .wkb import CURVE_SEGMENT_ANGLE
 
 HELP = """
@@ -97,6 +101,13 @@ distance ≤ t (coverage within tolerance, also area-weighted).</p>
 <p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
 0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
 precision-recall curve in the HTML report.</p>
+<p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
+IoU of any prediction that may match it reaches the threshold (column spatial_match of the
+per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
+(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = mean
+over references of the best candidate IoU (a missed reference counts 0); with group fields,
+count_tn = groups (images) with neither an evaluated reference nor a prediction, such as a
+group whose rows all have null geometries.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
 reference), unmatched references (FN), a per-field table keyed by the reference id (join it
 to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
@@ -156,6 +167,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         "COUNT_TP": ("count_tp", "True positives"),
         "COUNT_FP": ("count_fp", "False positives"),
         "COUNT_FN": ("count_fn", "False negatives"),
+        "SPATIAL_MATCH_RATE": ("spatial_match_rate", "Spatial match rate (Galtea)"),
+        "GROUNDSET_F1": ("groundset_f1", "GroundSet F1 at the threshold"),
+        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (missed references 0)"),
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
@@ -276,12 +290,15 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         add_missing_help(self, parameter_help.EVALUATE_POLYGONS)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
+        # Before QGIS's own checks, whose messages do not say what is wrong.
+        error = threshold_error(
+            parameters.get(self.IOU_THRESHOLD, 0.5), self.IOU_THRESHOLD
+        ) or self._missing_field_error(parameters, context)
+        if error:
+            return False, self.tr(error)
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        threshold = self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context)
-        if not 0.0 < threshold <= 1.0:
-            return False, self.tr(f"IOU_THRESHOLD must be in (0, 1], got {threshold}")
         try:
             resolve_equal_area_crs(self._equal_area_crs(parameters, context))
         except ValueError as exc:
@@ -326,6 +343,28 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             return False, error
         return True, ""
 
+    def _missing_field_error(self, parameters, context):
+        """The message for the first field parameter naming a field its layer lacks."""
+        for names, layer_name in ((self.REFERENCE_FIELDS, self.REFERENCE),
+                                  (self.PREDICTED_FIELDS, self.PREDICTED)):
+            given = [n for n in names if parameters.get(n) not in (None, "")]
+            if not given:
+                continue
+            try:
+                source = self.parameterAsSource(parameters, layer_name, context)
+            except Exception:  # noqa: BLE001 (an unreadable layer is QGIS's to report)
+                source = None
+            if source is None:
+                continue
+            layer = self.parameterAsVectorLayer(parameters, layer_name, context)
+            for name in given:
+                field_name = self.parameterAsString(parameters, name, context)
+                if source.fields().lookupField(field_name) < 0:
+                    return missing_field_error(
+                        name, field_name, source, layer.name() if layer is not None else ""
+                    )
+        return None
+
     def _fields_given(self, parameters, context, predicted_source, reference_source):
         """{parameter name: (field name, index)} for the field parameters that are set.
 
@@ -339,7 +378,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 continue
             index = source.fields().lookupField(field_name)
             if index < 0:
-                raise ValueError(f"{name}: the layer has no field {field_name!r}")
+                raise ValueError(missing_field_error(name, field_name, source))
             fields[name] = (field_name, index)
         return fields
 
@@ -426,12 +465,24 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ) if reference else None
         if predicted is None:
             return {}
+        # Warnings of the provider's own, for the log and the report's alerts.
+        run_warnings = []
         for name, features in (("reference", reference), ("predicted", predicted)):
             if features.n_curved:
-                feedback.pushInfo(
+                run_warnings.append(
                     f"{features.n_curved} {name} geometries with arcs were cut into straight "
                     f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
                 )
+                feedback.pushInfo(run_warnings[-1])
+        same = same_layer_warning(self, parameters, context)
+        if same:
+            run_warnings.append(same)
+            feedback.pushWarning(same)
+        # A layer without features (an empty GeoJSON file has no CRS) takes the other's CRS.
+        for features, other in ((reference, predicted), (predicted, reference)):
+            if len(features.geometries) == 0 and features.crs_wkt is None:
+                features.crs_wkt = other.crs_wkt
+        html_requested = _requested(parameters, self.REPORT_HTML)
 
         try:
             predicted, reference, study_area = apply_study_area(
@@ -464,6 +515,8 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                     reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
                     predicted_scores=column(predicted, self.SCORE_FIELD),
                     progress=_FeedbackProgress(feedback, 20, 75),
+                    # The curve of boundary F1 against the tolerance is drawn in the HTML.
+                    tolerance_multiples=TOLERANCE_MULTIPLES if html_requested else None,
                     **options,
                 )
         except EvaluationCanceled:
@@ -506,20 +559,25 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
         feedback.setProgressText(self.tr("Writing reports"))
         inputs = {
-            "reference": _input_description(self, parameters, self.REFERENCE, context, reference),
-            "predicted": _input_description(self, parameters, self.PREDICTED, context, predicted),
+            name: input_description(self, parameters, parameter, context,
+                                    len(features.feature_ids))
+            for name, parameter, features in (("reference", self.REFERENCE, reference),
+                                              ("predicted", self.PREDICTED, predicted))
         }
-        report = build_report(
-            evaluation,
-            inputs,
-            {"plugin": plugin_version(), "qgis": QGIS_VERSION},
-        )
+        report = build_report(evaluation, inputs, provenance())
         report["parameters"].update(
             {name.lower(): field_name for name, (field_name, _) in fields.items()}
         )
+        report["warnings"] += run_warnings
+        report.update(report_extras(evaluation, ref_ids))
+        report["reproduce"] = {
+            "algorithm": self.id() or "ioueval:evaluatepolygons",
+            "parameters": plain_parameters(self, parameters, context),
+        }
         for name, render in (
             (self.REPORT_JSON, to_json_text),
-            (self.REPORT_HTML, lambda data: render_html(data, REPORT_TEMPLATE)),
+            (self.REPORT_HTML,
+             lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
         ):
             path = self.parameterAsFileOutput(parameters, name, context)
             if not _requested(parameters, name) or not path:
@@ -552,7 +610,7 @@ class _OutputWriter:
         names = [name for name in LAYER_OUTPUTS if _requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
         start, end = self.progress_range
-        results, written = {}, 0
+        results, written, written_fields = {}, 0, {}
         # A file output is closed (flushed, its spatial index built: a third of its writing
         # time) on a worker thread while the next one is written; QGIS releases the GIL
         # there. Only when every output is a file of its own (or a memory layer): other
@@ -590,8 +648,12 @@ class _OutputWriter:
                 else:
                     del sink
                 results[name] = dest_id
+                written_fields[name] = fields
         for name, dest_id in results.items():  # all closed: styles go into the files
             self._style(name, dest_id)
+            csv_file = csv_path(dest_id)
+            if csv_file is not None:  # column types, or QGIS reads every column as text
+                write_csvt(csv_file, written_fields[name])
         return results
 
     def _style(self, name, dest_id):
@@ -624,21 +686,3 @@ def _transform(predicted_source, reference_source, context):
     ):
         return None
     return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
-
-
-def _input_description(algorithm, parameters, name, context, features):
-    layer = algorithm.parameterAsVectorLayer(parameters, name, context)
-    value = parameters.get(name)
-    selected_only = bool(getattr(value, "selectedFeaturesOnly", False))
-    parts = (
-        QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
-        if layer is not None
-        else {}
-    )
-    return {
-        "source": layer.publicSource() if layer is not None else str(value),
-        "layer_name": parts.get("layerName") or (layer.name() if layer is not None else None),
-        "feature_count": len(features.feature_ids),
-        "selected_features_only": selected_only,
-        "crs": layer.crs().authid() if layer is not None else None,
-    }

@@ -10,8 +10,10 @@ from .compare_predictions import ComparePredictionsAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
 from .overlap_pairs import OverlapPairsAlgorithm
+from .parse_model_output import ParseModelOutputAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
 from .spatial_iou import SpatialIoUAlgorithm
+from .spatial_match import SpatialMatchAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
 
@@ -42,3 +44,5 @@ class IoUEvaluationProvider(QgsProcessingProvider):
         self.addAlgorithm(OverlapPairsAlgorithm())
         self.addAlgorithm(CheckThresholdsAlgorithm())
         self.addAlgorithm(ComparePredictionsAlgorithm())
+        self.addAlgorithm(ParseModelOutputAlgorithm())
+        self.addAlgorithm(SpatialMatchAlgorithm())

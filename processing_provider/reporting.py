@@ -46,19 +46,35 @@ def input_description(algorithm, parameters, name, context, feature_count=None) 
 
 
 def plain_parameters(algorithm, parameters, context) -> dict:
-    """{NAME: plain value} of every parameter given, in declaration order: layers as their
-    sources, CRSs as auth ids, output destinations as paths. For core.reproduce."""
+    """{NAME: plain value} of every parameter, in declaration order: those given, and the
+    defaults of the others (so a later version's defaults cannot change a rerun); layers as
+    their sources, CRSs as auth ids, output destinations as paths (those given only). For
+    core.reproduce."""
     plain = {}
     for definition in algorithm.parameterDefinitions():
         name = definition.name()
-        if name not in parameters:
+        if name not in parameters and definition.isDestination():
             continue
-        value = parameters[name]
+        value = parameters.get(name, definition.defaultValue())
+        if value is None or value == "":
+            plain[name] = None
+            continue
+        kind = definition.type()
+        given = {**parameters, name: value}
         if isinstance(value, QgsProcessingFeatureSourceDefinition) or (
-            isinstance(value, str) and definition.type() in ("source", "vector", "raster", "layer")
+            isinstance(value, str) and kind in ("source", "vector", "raster", "layer")
         ):
-            layer = algorithm.parameterAsLayer(parameters, name, context)
-            value = layer.source() if layer is not None else _plain(value)
+            layer = algorithm.parameterAsLayer(given, name, context)
+            value = layer.source() if layer is not None else value
+        elif kind == "number":  # qgis_process gives text: the value as used
+            number = algorithm.parameterAsDouble(given, name, context)
+            value = int(number) if definition.dataType() == 0 else number
+        elif kind == "enum":
+            value = algorithm.parameterAsEnum(given, name, context)
+        elif kind == "boolean":
+            value = algorithm.parameterAsBool(given, name, context)
+        elif kind == "crs":
+            value = algorithm.parameterAsCrs(given, name, context)
         plain[name] = _plain(value)
     return plain
 
@@ -91,3 +107,26 @@ def _plain(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
+
+
+def same_layer_warning(algorithm, parameters, context,
+                       names=("PREDICTED", "REFERENCE")) -> str | None:
+    """A warning when two layer parameters are the same data: the same layer, or the same
+    source (file and layer, with the same filter and selection). Every feature then matches
+    itself and the scores say nothing about a model."""
+    layers = [algorithm.parameterAsVectorLayer(parameters, name, context) for name in names]
+    if any(layer is None for layer in layers):
+        return None
+
+    def key(name, layer):
+        selected = bool(getattr(parameters.get(name), "selectedFeaturesOnly", False))
+        # Memory layers of one schema share a source text: only the layer itself is the same.
+        source = layer.id() if layer.providerType() == "memory" else layer.source()
+        return (source, layer.subsetString(),
+                tuple(sorted(layer.selectedFeatureIds())) if selected else None)
+
+    first, second = (key(name, layer) for name, layer in zip(names, layers))
+    if first != second:
+        return None
+    return (f"{names[0]} and {names[1]} are the same layer ({layers[0].publicSource()}): "
+            "every feature matches itself, so the scores (F1 = 1) say nothing about a model")

@@ -11,12 +11,36 @@ _NOT_FILES = ("TEMPORARY_OUTPUT", "memory:")
 
 
 def polygon_source_error(source, name: str) -> str | None:
-    """A message when a feature source cannot hold polygons (points, lines, tables)."""
+    """A message when a feature source cannot hold polygons (points, lines, tables). A table
+    without features is accepted (a GeoJSON file without features has no geometry type): it
+    is scored as an empty layer, with a warning."""
     geometry_type = QgsWkbTypes.geometryType(source.wkbType())
+    if source.featureCount() == 0 and geometry_type == QgsWkbTypes.NullGeometry:
+        return None
     if geometry_type in (QgsWkbTypes.PolygonGeometry, QgsWkbTypes.UnknownGeometry):
         return None  # an untyped layer ("Geometry") may hold polygons: the core sorts rows
     kind = QgsWkbTypes.geometryDisplayString(geometry_type)
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
+
+
+def threshold_error(value, name: str) -> str | None:
+    """A message when an IoU threshold (a number or text) is not a number in (0, 1]."""
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        return f"{name} must be a number in (0, 1], got {value!r}"
+    if not 0.0 < threshold <= 1.0:
+        return f"{name} must be in (0, 1], got {threshold:g}"
+    return None
+
+
+def missing_field_error(name: str, field_name: str, source, layer_name: str = "") -> str:
+    """The message for a field parameter naming a field the layer does not have: the
+    parameter, the field, the layer, and the fields the layer has."""
+    layer_name = layer_name or source.sourceName()
+    names = ", ".join(source.fields().names()) or "none"
+    return (f"{name}: the layer '{layer_name}' has no field {field_name!r}; "
+            f"its fields are: {names}")
 
 
 def is_data_source_uri(destination: str) -> bool:

@@ -138,7 +138,7 @@ def test_layers_whose_rows_are_all_dropped_score_by_convention_but_warn():
     assert result.metrics["f1"] == 1.0
     assert "boundary_f1" not in result.metrics  # tolerance metrics only when asked for
     assert any("could be evaluated" in w for w in result.warnings)
-    assert any("not polygonal 1" in w for w in result.warnings)
+    assert any("points or lines 1" in w for w in result.warnings)
 
 
 def test_planar_coordinates_that_look_like_degrees_are_flagged():

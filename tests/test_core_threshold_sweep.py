@@ -161,3 +161,45 @@ def test_no_boundary_curve_unless_asked_for():
     metrics = evaluate([box(3, 0, 103, 100)], [box(0, 0, 100, 100)],
                        boundary_tolerance_m=1.0).metrics
     assert "boundary_by_tolerance" not in metrics
+
+
+@pytest.mark.parametrize("crs, origin, scale", [
+    (None, (0.0, 0.0), 1.0),
+    ("EPSG:4326", (-108.01, 35.0), 1e-5),  # across the border of UTM zones 12 and 13
+])
+def test_tolerances_in_one_pass_equal_one_run_each(crs, origin, scale):
+    import pyproj
+    from iou_evaluation.core.boundary import zoned_layer
+    from iou_evaluation.core.tolerance import (
+        tolerance_lengths_in_utm,
+        tolerance_lengths_in_utm_at,
+    )
+
+    rng = np.random.default_rng(3)
+    x0, y0 = origin
+
+    def polygons(n, jitter):
+        out = []
+        for k in range(n):
+            x, y = x0 + (k % 10) * 120 * scale, y0 + (k // 10) * 120 * scale
+            w, h = rng.uniform(60, 100, 2) * scale
+            dx, dy = rng.uniform(-jitter, jitter, 2) * scale
+            out.append(shapely.Polygon([(x + dx, y + dy), (x + w, y), (x + w + dx, y + h),
+                                        (x, y + h + dy)]))
+        return np.array(out, dtype=object)
+
+    crs = pyproj.CRS(crs) if crs else None
+    reference = zoned_layer(polygons(40, 0), crs)
+    predicted = zoned_layer(polygons(40, 8), crs)
+    tolerances = (2.0, 3.0, 8.0)
+    within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm_at(
+        reference, predicted, tolerances
+    )
+    assert within_ref.shape == (3, 40) and perimeter_ref.shape == (40,)
+    for k, tol in enumerate(tolerances):
+        wr, pr, wp, pp = tolerance_lengths_in_utm(reference, predicted, tol)
+        np.testing.assert_allclose(within_ref[k], wr, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(within_pred[k], wp, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(perimeter_ref, pr, rtol=1e-12)
+        np.testing.assert_allclose(perimeter_pred, pp, rtol=1e-12)
+    assert np.all(np.diff(within_ref.sum(axis=1)) >= 0)  # grows with the tolerance

@@ -29,7 +29,53 @@ def test_core_imports_without_qgis():
         "module = importlib.util.module_from_spec(spec); sys.modules['core'] = module\n"
         "spec.loader.exec_module(module)\n"
         "import core.evaluate, core.report, core.boundary, core.average_precision\n"
+        "import core.report_html, core.report_evaluate, core.figures, core.threshold_sweep\n"
         "assert not any(name.startswith('qgis') for name in sys.modules), 'qgis imported'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_missing_and_old_packages_are_named_with_an_install_command():
+    from iou_evaluation.plugin.dependencies import dependency_problems
+
+    versions = {"numpy": "1.26.4", "pyproj": "3.4.1", "scipy": "1.2.0", "matplotlib": "3.6.3",
+                "jinja2": "3.1.2"}
+
+    def fake_import(name):
+        if name not in versions:
+            raise ImportError(f"No module named {name!r}")
+        return type("Module", (), {"__version__": versions[name]})
+
+    problems = dependency_problems(import_module=fake_import)
+    assert [p.dependency.module for p in problems] == ["shapely", "scipy"]
+    shapely_problem, scipy_problem = problems
+    assert shapely_problem.dependency.required and not scipy_problem.dependency.required
+    assert "shapely is not installed" in shapely_problem.message
+    assert "pip install" in shapely_problem.message and "shapely>=2.1" in shapely_problem.message
+    assert "scipy 1.2.0 is too old" in scipy_problem.message
+    assert "optimal matching" in scipy_problem.message
+
+
+def test_a_missing_required_package_still_loads_and_says_so(qgis_app, qgis_iface, monkeypatch):
+    from qgis.core import Qgis
+    from iou_evaluation.plugin import dependencies
+
+    missing = dependencies.Dependency("no_such_package_iou", "1.0", "everything",
+                                      "python3 -m pip install --user no_such_package_iou")
+    monkeypatch.setattr(dependencies, "DEPENDENCIES", dependencies.DEPENDENCIES + (missing,))
+    monkeypatch.setattr(dependencies.dependency_problems, "__defaults__",
+                        (dependencies.DEPENDENCIES, dependencies.importlib.import_module))
+    logged = []
+    log = QgsApplication.messageLog()
+    log.messageReceived[str, str, Qgis.MessageLevel].connect(
+        lambda text, tag, level: logged.append((tag, text)))
+    import iou_evaluation
+
+    plugin = iou_evaluation.classFactory(qgis_iface)  # no traceback
+    plugin.initGui()
+    plugin.unload()
+    assert plugin.provider is None
+    bar = qgis_iface.messageBar().get_messages(Qgis.Critical)
+    assert any("no_such_package_iou is not installed" in m and "pip install" in m for m in bar)
+    assert any(tag == "IoU Evaluation" and "no_such_package_iou" in text for tag, text in logged)

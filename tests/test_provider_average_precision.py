@@ -61,4 +61,5 @@ def test_coco_subset_reproduces_cocoeval_ap(ioueval_provider):
     for key, expected in COCO_BBOX.items():
         assert ap[key] == pytest.approx(expected, abs=1e-4), key
     html = open(result["REPORT_HTML"], encoding="utf-8").read()
-    assert "Average precision" in html and "<svg" in html
+    assert "Average precision" in html and 'id="fig-precision-recall"' in html
+    assert "data:image/svg+xml;base64," in html

@@ -1,0 +1,141 @@
+"""Parameters and reading shared by the algorithms over tables of model answers
+(ioueval:parsemodeloutput, ioueval:spatialmatch): the coordinate format enum, the image size
+fields, and the rows of a table read as plain values."""
+
+from __future__ import annotations
+
+import time
+
+from qgis.core import (
+    QgsFeatureRequest,
+    QgsProcessingException,
+    QgsProcessingParameterEnum,
+    QgsProcessingParameterField,
+)
+
+from ..core.model_text import COORDINATE_FORMATS
+
+COORDINATE_FORMAT = "COORDINATE_FORMAT"
+IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
+IMAGE_HEIGHT_FIELD = "IMAGE_HEIGHT_FIELD"
+
+COORDINATE_FORMAT_LABELS = (
+    "auto (from the syntax, else from the value range, with a warning when ambiguous)",
+    "pixel_xyxy (pixels, x1 y1 x2 y2)",
+    "normalized_1 (fractions 0–1)",
+    "normalized_1000 (0–1000 grid, Qwen3-VL)",
+    "pixel_yxyx (pixels, y first)",
+    "normalized_1000_yxyx (0–1000 grid, y first, Gemini)",
+    "map (map coordinates in CRS)",
+    "normalized_100 (percent)",
+    "normalized_1024_yxyx (1024 bins, y first, PaliGemma)",
+)
+assert len(COORDINATE_FORMAT_LABELS) == len(COORDINATE_FORMATS)
+
+HELP_CONVENTIONS = """
+<p><b>Coordinate conventions.</b> Pixel coordinates have (0, 0) at the top-left corner of the
+top-left pixel, x to the right, y downwards (GDAL's pixel-corner convention: pixel (i, j) spans
+[i, i+1] × [j, j+1]). A normalised value v on a grid of N is the fraction v / N of the image
+width or height (Florence-2's loc bins: (b + 0.5) / 1000, the bin centre; PaliGemma's
+&lt;locNNNN&gt;: b / 1024, y first; DeepSeek-VL2's &lt;|det|&gt;: v / 999; Qwen2-VL's box tokens
+and Gemini's box_2d / point: 0–1000, Gemini y first; GeoChat
+{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and Molmo points: percent). A token syntax always uses its own convention; COORDINATE_FORMAT
+applies to plain numbers (JSON lists, bbox / bbox_2d / bboxes / point_2d keys, polygons, WKT).
+With the image width and height, normalised coordinates become pixels; without them they stay
+fractions of the image. <b>auto</b> reads values in [0, 1] as fractions; above 1, as pixels
+when they fit the image, as 0–1000 when they exceed the image but not 1000, and warns when
+both readings fit (or when there is no image size to tell).</p>
+<p><b>Status</b> of each geometry: parsed; repaired (corners reordered, truncated JSON,
+invalid polygon made valid, OBB → HBB); out_of_bounds (outside the image or its grid: a likely
+hallucination, kept); non_finite (NaN or infinite coordinate: no geometry); unparseable (no
+geometry, with the reason). An empty list or an explicit "none found" is a valid answer with
+no geometry (status empty), never a failure and never a zero box.</p>
+"""
+
+
+def coordinate_format_parameter(description="Coordinate format of plain numbers"):
+    return QgsProcessingParameterEnum(
+        COORDINATE_FORMAT, description, options=list(COORDINATE_FORMAT_LABELS), defaultValue=0
+    )
+
+
+def image_size_parameters(parent: str):
+    """The optional image width and height fields (pixels) of the table ``parent``: numbers,
+    or text holding numbers (a CSV read without column types); other values count as an
+    unknown size."""
+    return [
+        QgsProcessingParameterField(
+            name, label, parentLayerParameterName=parent,
+            type=QgsProcessingParameterField.Any, optional=True,
+        )
+        for name, label in (
+            (IMAGE_WIDTH_FIELD, "Image width field (pixels)"),
+            (IMAGE_HEIGHT_FIELD, "Image height field (pixels)"),
+        )
+    ]
+
+
+def coordinate_format(algorithm, parameters, context) -> str:
+    return COORDINATE_FORMATS[algorithm.parameterAsEnum(parameters, COORDINATE_FORMAT, context)]
+
+
+def field_index(algorithm, source, parameters, name, context, required=False) -> int:
+    """Index of the field a field parameter names in ``source``; -1 when none is given.
+
+    Raises QgsProcessingException naming the parameter when a required one is missing or the
+    field is not in the table."""
+    names = algorithm.parameterAsFields(parameters, name, context)
+    if not names:
+        if required:
+            raise QgsProcessingException(f"{name}: a field is needed")
+        return -1
+    index = source.fields().lookupField(names[0])
+    if index < 0:
+        raise QgsProcessingException(f"{name}: no field {names[0]!r} in the table")
+    return index
+
+
+def read_columns(source, indices: dict, feedback, progress_range=(0.0, 20.0)):
+    """The values of some fields of every feature, as plain Python values.
+
+    Args:
+        indices: {column name: field index or -1}; -1 gives None for every row (the feature
+            id for the column named "id").
+
+    Returns:
+        ({column name: list (n,)}, feature ids list), or None when the user canceled.
+    """
+    request = QgsFeatureRequest().setFlags(QgsFeatureRequest.NoGeometry)
+    wanted = sorted({i for i in indices.values() if i >= 0})
+    request.setSubsetOfAttributes(wanted)
+    columns = {name: [] for name in indices}
+    ids = []
+    total = max(source.featureCount(), 1)
+    start, end = progress_range
+    next_check = time.monotonic() + 0.1
+    for k, feature in enumerate(source.getFeatures(request)):
+        attributes = feature.attributes()
+        ids.append(feature.id())
+        for name, index in indices.items():
+            value = attributes[index] if index >= 0 else None
+            columns[name].append(_plain(value))
+        if time.monotonic() >= next_check:
+            if feedback.isCanceled():
+                return None
+            feedback.setProgress(start + (end - start) * k / total)
+            next_check = time.monotonic() + 0.1
+    return columns, ids
+
+
+def _plain(value):
+    """A QGIS attribute as a plain value: NULL (a null QVariant) becomes None."""
+    if value is None:
+        return None
+    try:
+        from qgis.PyQt.QtCore import QVariant
+
+        if isinstance(value, QVariant) and value.isNull():
+            return None
+    except ImportError:  # pragma: no cover
+        pass
+    return value

@@ -1,0 +1,237 @@
+"""Processing algorithm ioueval:parsemodeloutput: geometries from a table of model answers,
+an adapter over core.model_text.answer_tables."""
+
+from __future__ import annotations
+
+import numpy as np
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsField,
+    QgsFields,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterBoolean,
+    QgsProcessingParameterCrs,
+    QgsProcessingParameterFeatureSink,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterField,
+    QgsProcessingParameterRasterLayer,
+)
+from qgis.PyQt.QtCore import QVariant
+
+from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from .base import IoUEvaluationAlgorithm
+from .compat import (
+    ADVANCED,
+    FAST_INSERT,
+    MULTI_POINT,
+    MULTI_POLYGON,
+    NO_GEOMETRY,
+    TABLE,
+    VECTOR_POINT,
+    VECTOR_POLYGON,
+)
+from .layers import feature_batches, qgis_values
+from .model_text_parameters import (
+    HELP_CONVENTIONS,
+    IMAGE_HEIGHT_FIELD,
+    IMAGE_WIDTH_FIELD,
+    coordinate_format,
+    coordinate_format_parameter,
+    field_index,
+    image_size_parameters,
+    read_columns,
+)
+
+HELP = """
+<p>Recovers every geometry a language or vision-language model wrote in its answers: boxes,
+oriented boxes, polygons, masks and points, wherever they sit in prose, code fences or
+&lt;think&gt; blocks (read only when the answer after them has none).</p>
+<p>Formats: JSON boxes [x1, y1, x2, y2], lists of boxes, {"bbox": …}, {"bboxes": …},
+{"bbox_2d": …, "label": …} (Qwen2.5/3-VL), {"box_2d": [ymin, xmin, ymax, xmax]} and
+{"point": [y, x]} (Gemini, 0–1000), {"point_2d": [x, y]}, Gemini 2.5 "mask" PNGs (vectorised,
+pixels &gt; 127), polygons as flat lists of 2n numbers (n ≥ 3) or lists of [x, y] pairs, oriented
+boxes as four corners ({"obb": …}) or centre/size/angle; JSON cut off by a token limit
+(the complete part is read, status repaired), trailing commas and Python quotes (repaired);
+Qwen-VL &lt;ref&gt;&lt;box&gt; and Qwen2-VL &lt;|box_start|&gt;, Florence-2 &lt;loc_N&gt;,
+PaliGemma &lt;locNNNN&gt; (objects separated by " ; "), DeepSeek-VL2 &lt;|det|&gt;, GeoChat
+{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} rotated boxes, Molmo &lt;point x y&gt;;
+WKT anywhere in the text (any case; other numbers in the sentence are not coordinates);
+GeoJSON geometries, Features and FeatureCollections (map coordinates).</p>
+""" + HELP_CONVENTIONS + """
+<p><b>Raster.</b> With a georeferenced raster, pixel coordinates become map coordinates through
+its geotransform: X = g0 + x·g1 + y·g2, Y = g3 + x·g4 + y·g5 (north-up and rotated rasters),
+and the raster's size is the image size of rows without one. Without a raster, pixel outputs
+are in pixel units with y downwards (they appear mirrored on a map) and no CRS; map
+coordinates (format map, GeoJSON) take the CRS parameter.</p>
+<p><b>Outputs.</b> OUTPUT: polygons (boxes, oriented boxes, polygons, masks); POINTS: point
+answers; FAILURES: records without geometry (non_finite, unparseable) and answers that yielded
+nothing (empty or failed), with the reason. Each feature keeps the row id, its index within the
+answer, the raw text span, the convention used and its source (given, syntax or auto), the
+frame (pixel, fraction, map), a warning when the reading was ambiguous, and its status.</p>
+"""
+
+
+class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
+    NAME = "parsemodeloutput"
+    DISPLAY_NAME = "Geometries from model output"
+    HELP = HELP
+    GROUP = "Model output (text)"
+    GROUP_ID = "modeltext"
+    INPUT = "INPUT"
+    TEXT_FIELD = "TEXT_FIELD"
+    ID_FIELD = "ID_FIELD"
+    COORDINATE_FORMAT = "COORDINATE_FORMAT"
+    CRS = "CRS"
+    IMAGE_WIDTH_FIELD = IMAGE_WIDTH_FIELD
+    IMAGE_HEIGHT_FIELD = IMAGE_HEIGHT_FIELD
+    RASTER = "RASTER"
+    OBB_TO_HBB = "OBB_TO_HBB"
+    OUTPUT = "OUTPUT"
+    POINTS = "POINTS"
+    FAILURES = "FAILURES"
+    NUMERIC_OUTPUTS = {
+        "COUNT_ROWS": ("count_rows", "Rows read"),
+        "COUNT_POLYGONS": ("count_polygons", "Polygons recovered"),
+        "COUNT_POINTS": ("count_points", "Points recovered"),
+        "COUNT_ROWS_EMPTY": ("count_rows_empty", "Answers with no geometry (empty)"),
+        "COUNT_ROWS_FAILED": ("count_rows_failed", "Answers that could not be read"),
+        "COUNT_OUT_OF_BOUNDS": ("count_out_of_bounds", "Geometries out of bounds"),
+    }
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.addParameter(QgsProcessingParameterFeatureSource(
+            self.INPUT, self.tr("Table of model answers"), [TABLE]))
+        self.addParameter(QgsProcessingParameterField(
+            self.TEXT_FIELD, self.tr("Answer text field"), parentLayerParameterName=self.INPUT,
+            type=QgsProcessingParameterField.String))
+        self.addParameter(QgsProcessingParameterField(
+            self.ID_FIELD, self.tr("Row id field (default: feature id)"),
+            parentLayerParameterName=self.INPUT, optional=True))
+        self.addParameter(coordinate_format_parameter(self.tr("Coordinate format")))
+        self.addParameter(QgsProcessingParameterCrs(
+            self.CRS, self.tr("CRS of map coordinates"), optional=True))
+        for parameter in image_size_parameters(self.INPUT):
+            self.addParameter(parameter)
+        self.addParameter(QgsProcessingParameterRasterLayer(
+            self.RASTER, self.tr("Georeferenced image (pixels → map)"), optional=True))
+        obb = QgsProcessingParameterBoolean(
+            self.OBB_TO_HBB, self.tr("Replace oriented boxes by their envelopes (OBB → HBB)"),
+            defaultValue=False)
+        obb.setFlags(obb.flags() | ADVANCED)
+        self.addParameter(obb)
+        for name, label, kind in (
+            (self.OUTPUT, "Geometries (polygons)", VECTOR_POLYGON),
+            (self.POINTS, "Points", VECTOR_POINT),
+            (self.FAILURES, "Failures (rows that yielded nothing)", TABLE),
+        ):
+            self.addParameter(QgsProcessingParameterFeatureSink(
+                name, self.tr(label), kind, optional=True, createByDefault=True))
+        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
+            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        if source is None:
+            raise QgsProcessingException(self.invalidSourceError(parameters, self.INPUT))
+        indices = {
+            "text": field_index(self, source, parameters, self.TEXT_FIELD, context, True),
+            "id": field_index(self, source, parameters, self.ID_FIELD, context),
+            "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
+            "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
+        }
+        raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        geotransform, raster_size = (raster_geotransform(raster) if raster is not None
+                                     else (None, None))
+        read = read_columns(source, indices, feedback, (0, 10))
+        if read is None:
+            return {}
+        columns, fids = read
+        row_ids = columns["id"] if indices["id"] >= 0 else fids
+        widths, heights = columns["width"], columns["height"]
+        if raster_size is not None:
+            widths = [raster_size[0] if w is None else w for w in widths]
+            heights = [raster_size[1] if h is None else h for h in heights]
+
+        def progress(fraction):
+            if feedback.isCanceled():
+                raise _Canceled
+            feedback.setProgress(10 + 70 * fraction)
+
+        try:
+            tables = answer_tables(
+                columns["text"], row_ids, coordinate_format(self, parameters, context),
+                widths, heights,
+                obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
+                geotransform=geotransform, progress=progress,
+            )
+        except _Canceled:
+            return {}
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        crs = raster.crs() if raster is not None else self.parameterAsCrs(
+            parameters, self.CRS, context)
+        id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
+                    else QgsField("row_id", QVariant.LongLong))
+        id_field.setName("row_id")
+        results = {}
+        for name, table, kind, keys in (
+            (self.OUTPUT, tables.polygons, MULTI_POLYGON, RECORD_COLUMNS),
+            (self.POINTS, tables.points, MULTI_POINT, RECORD_COLUMNS),
+            (self.FAILURES, tables.failures, NO_GEOMETRY, FAILURE_COLUMNS),
+        ):
+            if parameters.get(name) in (None, ""):
+                continue
+            if feedback.isCanceled():
+                return {}
+            results[name] = self._write(parameters, context, name, table, kind, keys, id_field,
+                                        crs if kind != NO_GEOMETRY else
+                                        QgsCoordinateReferenceSystem())
+        counts = tables.counts
+        feedback.pushInfo(
+            f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
+            f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
+            f"{counts['count_rows_failed']} unreadable; {counts['count_out_of_bounds']} "
+            f"geometries out of bounds, {counts['count_non_finite']} non-finite")
+        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
+            results[name] = int(counts[key])
+        feedback.setProgress(100)
+        return results
+
+    def _write(self, parameters, context, name, table, kind, keys, id_field, crs):
+        fields = QgsFields()
+        fields.append(id_field)
+        for key in keys:
+            fields.append(QgsField(key, QVariant.Int if key == "index" else QVariant.String))
+        sink, dest_id = self.parameterAsSink(parameters, name, context, fields, kind, crs)
+        if sink is None:
+            raise QgsProcessingException(self.invalidSinkError(parameters, name))
+        columns = [qgis_values(table["row_id"])] + [qgis_values(table[k]) for k in keys]
+        geometries = (np.array(table["geometry"] + [None], dtype=object)[:-1]
+                      if kind != NO_GEOMETRY else None)
+        for features in feature_batches(geometries, None, columns):
+            if not sink.addFeatures(features, FAST_INSERT):
+                raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
+        del sink
+        return dest_id
+
+
+class _Canceled(Exception):
+    pass
+
+
+def raster_geotransform(raster):
+    """(GDAL geotransform, (width, height)) of a raster layer: read by GDAL (rotated
+    rasters too), else north-up from the layer's extent and size."""
+    width, height = raster.width(), raster.height()
+    try:
+        from osgeo import gdal
+
+        dataset = gdal.Open(raster.source())
+        if dataset is not None:
+            return tuple(dataset.GetGeoTransform()), (dataset.RasterXSize, dataset.RasterYSize)
+    except (ImportError, RuntimeError):
+        pass
+    extent = raster.extent()
+    return (extent.xMinimum(), extent.width() / width, 0.0, extent.yMaximum(), 0.0,
+            -extent.height() / height), (width, height)

@@ -1,0 +1,234 @@
+"""Processing algorithm ioueval:spatialmatch: model answers scored row by row against expected
+geometries, an adapter over core.spatial_match."""
+
+from __future__ import annotations
+
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsField,
+    QgsFields,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterFeatureSink,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterField,
+    QgsProcessingParameterFileDestination,
+    QgsProcessingParameterNumber,
+)
+from qgis.PyQt.QtCore import QVariant
+
+from ..core.report import to_json_text, write_atomically
+from ..core.spatial_match import ROW_COLUMNS, spatial_match
+from ..core.spatial_match_report import build_report, render_html
+from .base import IoUEvaluationAlgorithm
+from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
+from .layers import feature_batches, qgis_values
+from .model_text_parameters import (
+    HELP_CONVENTIONS,
+    IMAGE_HEIGHT_FIELD,
+    IMAGE_WIDTH_FIELD,
+    coordinate_format,
+    coordinate_format_parameter,
+    field_index,
+    image_size_parameters,
+    read_columns,
+)
+from .reporting import input_description, plain_parameters, provenance
+from .validation import same_destination_error, unwritable_destination_error
+
+HELP = """
+<p>Scores a table of model answers against expected geometries, row by row (Galtea's spatial
+match): the <b>best IoU</b> of any answered polygon against any expected polygon,
+IoU = |A ∩ E| / |A ∪ E| in the row's coordinates (pixels, fractions of the image, or map
+units), and <b>pass</b> when best IoU ≥ the threshold (default 0.5, relative tolerance 1e-9).
+Both columns may hold any format ioueval:parsemodeloutput reads ({"bbox": …} for a single
+expected box, a list of boxes when several are acceptable).</p>
+<p>Per row also: <b>Dice</b> = 2 IoU / (1 + IoU) and <b>GIoU</b> = IoU − |C \\ (A ∪ E)| / |C|
+(C the smallest enclosing axis-aligned box) of the best pair; <b>centre hit</b> (the expected
+centroid lies in the answered polygon); for point answers, <b>point hit</b> (a point lies in an
+expected polygon) and the distance to the nearest expected centre. A row whose answer yields
+no polygon scores IoU 0, Dice 0, GIoU −1 and fails; a malformed or truncated answer is a
+failed row with its reason, never an aborted run and never a zero box. A row expecting nothing
+(an empty list, "none found") passes when nothing is answered. A row whose expected geometry
+cannot be read is not scored (listed, counted).</p>
+<p><b>Summary</b> over scored rows: pass rate, mean, median and 10th percentile of the best
+IoU, Acc@τ for τ = 0.1, 0.3, 0.5, 0.7, 0.9 (share of rows with best IoU ≥ τ), cumulative IoU
+(Σ intersections / Σ unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
+(answers that could not be read), hallucination rate (answers with a geometry out of bounds),
+empty-answer rate, point-hit rate; by group with a group field (model, prompt, class).</p>
+""" + HELP_CONVENTIONS
+
+
+class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
+    NAME = "spatialmatch"
+    DISPLAY_NAME = "Spatial match (text)"
+    HELP = HELP
+    GROUP = "Model output (text)"
+    GROUP_ID = "modeltext"
+    INPUT = "INPUT"
+    ANSWER_FIELD = "ANSWER_FIELD"
+    EXPECTED_FIELD = "EXPECTED_FIELD"
+    ID_FIELD = "ID_FIELD"
+    COORDINATE_FORMAT = "COORDINATE_FORMAT"
+    IMAGE_WIDTH_FIELD = IMAGE_WIDTH_FIELD
+    IMAGE_HEIGHT_FIELD = IMAGE_HEIGHT_FIELD
+    IOU_THRESHOLD = "IOU_THRESHOLD"
+    GROUP_FIELD = "GROUP_FIELD"
+    OUTPUT = "OUTPUT"
+    REPORT_JSON = "REPORT_JSON"
+    REPORT_HTML = "REPORT_HTML"
+    NUMERIC_OUTPUTS = {
+        "PASS_RATE": ("pass_rate", "Pass rate"),
+        "MEAN_IOU": ("iou_mean", "Mean best IoU"),
+        "PARSE_FAILURE_RATE": ("parse_failure_rate", "Parse-failure rate"),
+        "HALLUCINATION_RATE": ("hallucination_rate", "Hallucination rate"),
+        "CUMULATIVE_IOU": ("cumulative_iou", "Cumulative IoU"),
+        "COUNT_ROWS": ("count_rows", "Rows"),
+        "COUNT_PASS": ("count_pass", "Rows that pass"),
+    }
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.addParameter(QgsProcessingParameterFeatureSource(
+            self.INPUT, self.tr("Evaluation table (answers and expected geometries)"), [TABLE]))
+        for name, label in ((self.ANSWER_FIELD, "Answer text field"),
+                            (self.EXPECTED_FIELD, "Expected geometry field")):
+            self.addParameter(QgsProcessingParameterField(
+                name, self.tr(label), parentLayerParameterName=self.INPUT,
+                type=QgsProcessingParameterField.String))
+        self.addParameter(QgsProcessingParameterField(
+            self.ID_FIELD, self.tr("Row id field (default: feature id)"),
+            parentLayerParameterName=self.INPUT, optional=True))
+        self.addParameter(coordinate_format_parameter(
+            self.tr("Coordinate format (both columns)")))
+        for parameter in image_size_parameters(self.INPUT):
+            self.addParameter(parameter)
+        self.addParameter(QgsProcessingParameterNumber(
+            self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
+            QgsProcessingParameterNumber.Double, defaultValue=0.5, minValue=0.0, maxValue=1.0))
+        self.addParameter(QgsProcessingParameterField(
+            self.GROUP_FIELD, self.tr("Group field (model, prompt, class)"),
+            parentLayerParameterName=self.INPUT, optional=True))
+        self.addParameter(QgsProcessingParameterFeatureSink(
+            self.OUTPUT, self.tr("Scored rows"), TABLE, optional=True, createByDefault=True))
+        self.addParameter(QgsProcessingParameterFileDestination(
+            self.REPORT_JSON, self.tr("Report (JSON)"), "JSON files (*.json)", optional=True,
+            createByDefault=True))
+        self.addParameter(QgsProcessingParameterFileDestination(
+            self.REPORT_HTML, self.tr("Report (HTML)"), "HTML files (*.html *.htm)",
+            optional=True, createByDefault=True))
+        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
+            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        if not self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context) > 0:
+            return False, self.tr("IOU_THRESHOLD must be in (0, 1]")
+        for name in (self.REPORT_JSON, self.REPORT_HTML):
+            error = unwritable_destination_error(parameters, name)
+            if error:
+                return False, error
+        error = same_destination_error(parameters, (self.OUTPUT, self.REPORT_JSON,
+                                                    self.REPORT_HTML))
+        return (False, error) if error else (True, "")
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        if source is None:
+            raise QgsProcessingException(self.invalidSourceError(parameters, self.INPUT))
+        indices = {
+            "answer": field_index(self, source, parameters, self.ANSWER_FIELD, context, True),
+            "expected": field_index(self, source, parameters, self.EXPECTED_FIELD, context,
+                                    True),
+            "id": field_index(self, source, parameters, self.ID_FIELD, context),
+            "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
+            "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
+            "group": field_index(self, source, parameters, self.GROUP_FIELD, context),
+        }
+        read = read_columns(source, indices, feedback, (0, 10))
+        if read is None:
+            return {}
+        columns, fids = read
+        row_ids = columns["id"] if indices["id"] >= 0 else fids
+
+        def progress(fraction):
+            if feedback.isCanceled():
+                raise _Canceled
+            feedback.setProgress(10 + 75 * fraction)
+
+        try:
+            result = spatial_match(
+                columns["answer"], columns["expected"],
+                coordinate_format=coordinate_format(self, parameters, context),
+                image_widths=columns["width"], image_heights=columns["height"],
+                iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
+                groups=columns["group"] if indices["group"] >= 0 else None,
+                progress=progress,
+            )
+        except _Canceled:
+            return {}
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        results = {}
+        if parameters.get(self.OUTPUT) not in (None, ""):
+            results[self.OUTPUT] = self._write_rows(parameters, context, source, indices,
+                                                    row_ids, result.rows)
+        if feedback.isCanceled():
+            return {}
+        report = build_report(
+            result,
+            {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
+            provenance(),
+            {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            row_ids,
+        )
+        best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
+                    if scored]
+        for name, render in ((self.REPORT_JSON, to_json_text),
+                             (self.REPORT_HTML, lambda data: render_html(data, best_iou))):
+            path = self.parameterAsFileOutput(parameters, name, context)
+            if parameters.get(name) in (None, "") or not path:
+                continue
+            try:
+                write_atomically(path, render(report))
+            except OSError as exc:
+                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
+            results[name] = path
+        metrics = result.metrics
+        for warning in report["warnings"]:
+            feedback.pushWarning(warning)
+        feedback.pushInfo(
+            f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
+            f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
+            f"hallucinated {metrics['count_hallucinated']}")
+        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
+            results[name] = qgis_values([metrics[key]])[0]
+        feedback.setProgress(100)
+        return results
+
+    def _write_rows(self, parameters, context, source, indices, row_ids, rows):
+        types = {"str": QVariant.String, "int": QVariant.Int, "float": QVariant.Double,
+                 "bool": QVariant.Bool}
+        fields = QgsFields()
+        id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
+                    else QgsField("row_id", QVariant.LongLong))
+        id_field.setName("row_id")
+        fields.append(id_field)
+        for name, kind in ROW_COLUMNS:
+            fields.append(QgsField(name, types[kind]))
+        sink, dest_id = self.parameterAsSink(parameters, self.OUTPUT, context, fields,
+                                             NO_GEOMETRY, QgsCoordinateReferenceSystem())
+        if sink is None:
+            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
+        columns = [qgis_values(row_ids)] + [qgis_values(rows[name]) for name, _ in ROW_COLUMNS]
+        for features in feature_batches(None, None, columns):
+            if not sink.addFeatures(features, FAST_INSERT):
+                raise QgsProcessingException(self.writeFeatureError(sink, parameters,
+                                                                    self.OUTPUT))
+        del sink
+        return dest_id
+
+
+class _Canceled(Exception):
+    pass
