@@ -75,3 +75,21 @@ def test_programmer_errors():
         compare_predictions([FIRST, SECOND], REFERENCE, names=["x"])
     with pytest.raises(ValueError, match="iou_threshold"):
         compare_predictions([FIRST, SECOND], REFERENCE, iou_threshold=2.0)
+
+
+def test_release_thresholds_read_the_comparison_report():
+    from iou_evaluation.core.compare import comparison_report
+    from iou_evaluation.core.report import to_json_text
+    from iou_evaluation.core.thresholds import check_conditions
+    import json
+
+    comparison = compare_predictions([FIRST, SECOND], REFERENCE, names=["a", "b"], bootstrap=50)
+    report = json.loads(to_json_text(comparison_report(comparison, {}, {"plugin": "test"})))
+    results = check_conditions(
+        report, "per_layer.*.recall >= 0.6; differences.b.recall.significant == 1"
+    )
+    assert [(r.path, r.value, r.passed) for r in results] == [
+        ("per_layer.a.recall", 0.5, False),
+        ("per_layer.b.recall", 0.8, True),
+        ("differences.b.recall.significant", 1.0, True),
+    ]
