@@ -10,6 +10,11 @@ ALGORITHMS = (
 )
 
 
+def test_every_algorithm_of_the_provider_has_its_own_icon(ioueval_provider):
+    for algorithm in ioueval_provider.algorithms():
+        assert Path(algorithm.svgIconPath()).name == f"{algorithm.name()}.svg"
+
+
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_every_algorithm_has_an_icon_and_help_for_every_parameter(ioueval_provider, name):
     algorithm = ioueval_provider.algorithm(name)
