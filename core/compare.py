@@ -125,7 +125,9 @@ def compare_predictions(
     names = _unique_names(names or [f"layer {k + 1}" for k in range(n_layers)], n_layers)
     predicted_crss = [None] * n_layers if predicted_crss is None else list(predicted_crss)
     if len(predicted_crss) != n_layers:
-        raise ValueError(f"predicted_crss: one CRS per layer ({n_layers}), got {len(predicted_crss)}")
+        raise ValueError(
+            f"predicted_crss: one CRS per layer ({n_layers}), got {len(predicted_crss)}"
+        )
     bootstrap = check_non_negative_int(bootstrap, "bootstrap")
     bootstrap_seed = check_non_negative_int(bootstrap_seed, "bootstrap_seed")
 
@@ -190,7 +192,8 @@ def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, ad
     resample, every layer scored on the same resampled reference fields."""
     n_ref = evaluations[0].reference.n
     for e in evaluations[1:]:
-        if e.reference.n != n_ref or not np.array_equal(e.reference.keep, evaluations[0].reference.keep):
+        same = np.array_equal(e.reference.keep, evaluations[0].reference.keep)
+        if e.reference.n != n_ref or not same:
             raise RuntimeError("the reference was prepared differently for two layers")
     out = np.full((n_resamples, len(evaluations), len(keys)), np.nan)
     if n_resamples == 0 or n_ref == 0:

@@ -83,7 +83,9 @@ repaired or dropped and counted per layer.</p>
 class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
     NAME = "comparepredictions"
     DISPLAY_NAME = "Compare predictions"
-    SHORT_HELP = "Several predicted layers against one reference, with paired bootstrap differences."
+    SHORT_HELP = (
+        "Several predicted layers against one reference, with paired bootstrap differences."
+    )
     HELP = HELP
     PREDICTED_LAYERS = "PREDICTED_LAYERS"
     REFERENCE = "REFERENCE"

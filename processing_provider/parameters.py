@@ -86,6 +86,7 @@ def equal_area_crs_value(algorithm, parameters, context, name: str = "EQUAL_AREA
 
 
 def iou_threshold_parameter(tr, name: str = "IOU_THRESHOLD"):
+    """The IoU threshold of a match, in (0, 1], default 0.5."""
     return with_help(
         QgsProcessingParameterNumber(
             name,
@@ -101,6 +102,7 @@ def iou_threshold_parameter(tr, name: str = "IOU_THRESHOLD"):
 
 
 def matching_parameter(tr, name: str = "MATCHING"):
+    """The matching rule: an index into core.matching.MATCHING_METHODS (default 0)."""
     return with_help(
         QgsProcessingParameterEnum(
             name,
@@ -171,6 +173,7 @@ def bootstrap_parameters(tr, default_resamples: int = 0, resamples: str = "BOOTS
 
 
 def strata_field_parameter(tr, name: str = "STRATA_FIELD", parent: str = "REFERENCE"):
+    """An optional field of the reference layer: metrics per stratum."""
     return with_help(
         QgsProcessingParameterField(
             name,
@@ -184,6 +187,7 @@ def strata_field_parameter(tr, name: str = "STRATA_FIELD", parent: str = "REFERE
 
 
 def size_bins_parameter(tr, name: str = "SIZE_BINS"):
+    """Size classes in ha (core.grouping.parse_size_bins reads the text)."""
     return with_help(
         QgsProcessingParameterString(
             name,

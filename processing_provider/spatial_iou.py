@@ -222,7 +222,8 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         fields.append(QgsField("n_predicted", QVariant.LongLong))
         fields.append(QgsField("n_reference", QVariant.LongLong))
         sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY, sources[self.REFERENCE].sourceCrs()
+            parameters, self.OUTPUT, context, fields, NO_GEOMETRY,
+            sources[self.REFERENCE].sourceCrs(),
         )
         if sink is None:
             raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))

@@ -106,7 +106,8 @@ def test_bad_conditions_are_named(text, message):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("f2 >= 0.8", "no key 'f2' in the report's metrics \\(f1, recall.*top level \\(metrics, parameters"),
+        ("f2 >= 0.8",
+         "no key 'f2' in the report's metrics \\(f1, recall.*top level \\(metrics, parameters"),
         ("per_size_class.*.precision >= 0.8", "no key 'precision' in per_size_class.0-0.5"),
         ("matching >= 1", "matching is text .*not a number"),
         ("per_size_class >= 1", "is an object, not a number"),
