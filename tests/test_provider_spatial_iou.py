@@ -92,3 +92,18 @@ def test_layers_in_different_crss(ioueval_provider):
         memory_layer([box_wkt(10, 40, 11, 41)], crs="EPSG:4326"),
     )
     assert result["IOU"] == pytest.approx(0.5, rel=1e-6)
+
+
+def test_an_empty_predicted_layer_scores_zero_and_worst_giou(ioueval_provider):
+    result = spatial_iou(memory_layer([]), memory_layer([box_wkt(0, 0, 1, 1)]))
+    assert (result["IOU"], result["DICE"], result["GIOU"], result["DIOU"]) == (0, 0, -1, -1)
+    assert result["UNION_AREA_M2"] == pytest.approx(1.0)
+
+
+def test_bad_rows_are_dropped_not_fatal(ioueval_provider):
+    # A null geometry and a bow-tie (repaired into two triangles of area 1) beside a square.
+    predicted = memory_layer([None, BOWTIE, box_wkt(10, 10, 12, 12)])
+    reference = memory_layer([box_wkt(0, 0, 2, 2), box_wkt(10, 10, 12, 12)])
+    result = spatial_iou(predicted, reference)
+    # Intersection 2 + 4, union 4 + 4 (the triangles lie inside the first square).
+    assert result["IOU"] == pytest.approx(6 / 8)
