@@ -101,6 +101,10 @@ distance ≤ t (coverage within tolerance, also area-weighted).</p>
 <p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
 0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
 precision-recall curve in the HTML report.</p>
+<p><b>Study area</b> (optional polygon layer, dissolved): the same rule selects the rows of
+both layers, so a field crossing the outline is kept or dropped on both sides alike:
+intersects (default), centroid within, or clip (rows cut at the outline, areas measured
+inside). The report counts the rows left out on each side.</p>
 <p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
 IoU of any prediction that may match it reaches the threshold (column spatial_match of the
 per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
