@@ -6,7 +6,8 @@ Definitions, zones and error bounds are those of the agribound 1.0 evaluation
 Δ apart; here the distances are integrated adaptively instead, with the seed's bounds as the
 contract: the Hausdorff distance is underestimated by at most Δ/2 and never overestimated
 beyond rounding, the mean boundary distance is within Δ/4 of its exact value, and the work
-does not grow with the boundary length in metres. See ``pair_boundary_distances``.
+does not grow with the boundary length in metres; memory and time grow linearly with the
+vertices of a pair. See ``pair_boundary_distances``. Pairs wider than a UTM zone: ``wide.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import shapely
 
 from .checks import check_positive
 from .crs import to_crs
-from .parallel import ProgressCallback, run_chunks
+from .memory import check_memory
+from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import (
     SegmentGrid,
     Segments,
     axis_frame,
+    boundary_curves,
     boundary_segments,
     frame_distance,
     frame_integral,
@@ -39,6 +42,7 @@ from .segments import (
     segment_distance,
     split_segments,
 )
+from .wide import method_label, scale_factor, to_conformal, wide_pairs
 
 #: Default sample spacing Δ in metres (``boundary_sample_spacing_m``).
 BOUNDARY_SAMPLE_SPACING_M = 1.0
@@ -61,8 +65,40 @@ _ENVELOPE_BATCH = 65_536
 #: padded to the widest.
 _FEW_PIECES = 1024
 
-#: A pair's cells are at least its extent / this, so its grid has at most this² cells.
+#: A pair's cells are at least its extent / max(this, its number of segments), so a small
+#: pair's grid has at most this² cells, and a large pair's cells follow its segments (the grid
+#: is then sparse: ``SegmentGrid`` files the cells that hold pieces only).
 _MAX_CELLS_PER_SIDE = 64
+
+#: Pieces of a chunk are searched and integrated in blocks of at most this many (a large pair
+#: is cut into blocks too), so the memory of a block is bounded whatever the pair's size.
+_PIECE_BLOCK = 200_000
+
+#: A candidate search gathers at most this many (piece, segment) rows at once, and scans at
+#: most this many rows of cells (a bound on its memory, some 200 bytes a row); a batch of
+#: pieces that would need more is split before gathering.
+_ROW_BUDGET = 1_000_000
+
+#: Bytes per vertex of a chunk held while it is measured (its segments, pieces and their
+#: frames), and the working memory of a stage beyond that, for the memory check.
+_BYTES_PER_VERTEX = 300
+_WORKING_BYTES = 256 * 2**20
+_WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
+
+#: Pairs with more segments than this are measured against simplified boundaries (the
+#: targets of the distance), each side when that at least halves its segments: the target
+#: is simplified (Douglas-Peucker) within ``_COARSE_FRACTION`` Δ, the pieces integrated with
+#: ``_COARSE_DELTA`` Δ. See ``pair_boundary_distances`` for the error bounds.
+_COARSE_MIN_SEGMENTS = 4096
+_COARSE_GAIN = 0.5
+_COARSE_FRACTION = 1.0 / 32.0
+_COARSE_DELTA = 0.75
+
+#: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most this long in
+#: CRS units: the scale factor, taken at a piece's middle, changes along it by at most
+#: g × 500 m / R (g = R |∇ln k| <= 3 for the pairs measured there: 2.4e-4), and a length
+#: measured with it at the middle is off by the square of that.
+_SCALED_PIECE = 500.0
 
 #: Absolute slack, relative to a pair's extent, under which two distances count as equal when
 #: candidates are discarded (discarding fewer candidates is always safe).
@@ -244,12 +280,16 @@ class PairDistances:
         mean_distance_m: symmetric mean boundary distance.
         spacing_m: the spacing Δ of each pair's error bounds.
         epsg: int64 UTM zone of each pair (the reference field's; 0 in planar space).
+        distance_crs: object array of str: where each pair was measured, "EPSG:326zz" (its
+            UTM zone), a scale-corrected conformal CRS for a pair wider than a zone or beyond
+            ±80° (``wide.py``), "" in planar space or without distances.
     """
 
     hausdorff_m: np.ndarray
     mean_distance_m: np.ndarray
     spacing_m: np.ndarray
     epsg: np.ndarray
+    distance_crs: np.ndarray | None = None
 
 
 def matched_distances_in_utm(
@@ -259,6 +299,7 @@ def matched_distances_in_utm(
     predicted_index,
     spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: ProgressCallback | None = None,
+    describe_pairs=None,
 ) -> PairDistances:
     """Boundary distances of matched pairs, both polygons in the reference field's UTM zone.
 
@@ -268,10 +309,15 @@ def matched_distances_in_utm(
             pair's polygons in the two layers.
         spacing_m: Δ in metres (> 0), or None for automatic, see ``pair_boundary_distances``.
         progress: optional callable(fraction done), see ``pair_boundary_distances``.
+        describe_pairs: optional, see ``pair_boundary_distances``.
 
     Returns:
         PairDistances. A pair whose reference has no zone (zone 0 with a CRS) or whose
-        geometries are missing, empty or not finite in the zone gets NaN.
+        geometries are missing, empty or not finite in the zone gets NaN. A pair whose
+        longitudes span more than a UTM zone (6°) or that reaches beyond ±80° is measured in a
+        conformal CRS corrected by its local scale factor instead (``wide.py``), in metres on
+        the WGS 84 ellipsoid to 0.1 % (for distances up to 22 km in a pair within one
+        hemisphere; the bound is stated there).
 
     Raises:
         ValueError: bad ``spacing_m``, index arrays of different shapes, one layer planar and
@@ -286,14 +332,31 @@ def matched_distances_in_utm(
         raise ValueError("reference_index and predicted_index must have the same shape")
     check_same_space(reference, predicted)
     zones = reference.epsg[ri]
-    ref_geoms = reference.local[ri]
+    ref_geoms = reference.local[ri].copy()
     pred_geoms = predicted.local[pi].copy()
+    labels = np.full(len(ri), "", dtype=object)
+    wide = np.zeros(len(ri), dtype=bool)
     if reference.crs is not None:
+        wide, proj4 = wide_pairs(reference.source[ri], reference.crs, predicted.source[pi],
+                                 predicted.crs)
+        ref_geoms[wide] = None
+        pred_geoms[wide] = None
         for code in np.unique(zones):
-            sel = np.flatnonzero(zones == code)
+            sel = np.flatnonzero((zones == code) & ~wide)
             pred_geoms[sel] = predicted.in_zone(pi[sel], int(code)) if code else None
-    haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress)
-    return PairDistances(haus, mean, spacing, zones)
+            labels[sel] = f"EPSG:{int(code)}" if code else ""
+    haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress,
+                                                  describe_pairs)
+    for crs in np.unique(proj4[wide]) if wide.any() else []:
+        sel = np.flatnonzero(wide & (proj4 == crs))
+        haus[sel], mean[sel], spacing[sel] = pair_boundary_distances(
+            to_conformal(reference.source[ri[sel]], reference.crs, crs),
+            to_conformal(predicted.source[pi[sel]], predicted.crs, crs), spacing_m,
+            describe_pairs=None if describe_pairs is None else lambda k: describe_pairs(sel[k]),
+            scale=scale_factor(crs),
+        )
+        labels[sel] = method_label(crs)
+    return PairDistances(haus, mean, spacing, zones, labels)
 
 
 def check_same_space(a: ZonedLayer, b: ZonedLayer) -> None:
@@ -321,6 +384,8 @@ def pair_boundary_distances(
     predicted,
     spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: ProgressCallback | None = None,
+    describe_pairs=None,
+    scale=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hausdorff distance and symmetric mean distance between the boundaries of each pair.
 
@@ -355,6 +420,16 @@ def pair_boundary_distances(
     So the results are exact up to rounding except on such pieces, where they stay within the
     bounds; the Hausdorff distance is the largest value of the distance actually attained.
 
+    Memory and time grow linearly with a pair's vertices: the grid's cells follow the mean
+    segment length of the pair (not its extent), a candidate search counts what it would
+    gather and splits its batch to stay within ``_ROW_BUDGET`` rows, and a pair's pieces are
+    done in blocks. A pair with more than ``_COARSE_MIN_SEGMENTS`` segments (a polygonised
+    raster, a 10⁶-gon) is measured against its boundaries simplified within ε = Δ/32 (each
+    side where that halves its segments; the integrated boundaries stay whole): distances to
+    the simplified target are within ε of the exact ones, the pieces are integrated with
+    Δ' = 3Δ/4, and the Hausdorff distance is lowered by ε, so it stays within [H - 2ε - Δ'/2,
+    H] = [H - 7Δ/16, H] and the mean within ε + Δ'/4 = 7Δ/32 of exact: the same bounds.
+
     Args:
         reference, predicted: object arrays, shape (n_pairs,), of polygonal geometries (their
             boundaries are measured; linear geometries are measured as the curves themselves;
@@ -363,6 +438,12 @@ def pair_boundary_distances(
             ``max(1 m, perimeter / 1000)`` per boundary.
         progress: optional callable(fraction done in [0, 1]), called from the calling thread
             after each chunk of pairs; it may raise (``progress.EvaluationCanceled``) to stop.
+        describe_pairs: optional callable(int array of pair positions) -> str naming those
+            pairs' features, for the message of the memory check.
+        scale: optional callable(x, y) -> float array: the local scale factor k (>= 1) of a
+            conformal CRS the pairs are in. Each piece's distances are then divided by k at its
+            middle, and its length too (pieces at most ``_SCALED_PIECE`` long): metres on the
+            ellipsoid to first order (see ``wide.py`` for the bound).
 
     Returns:
         ``(hausdorff_m, mean_distance_m, spacing_m)``: float arrays, shape (n_pairs,). NaN for
@@ -371,6 +452,9 @@ def pair_boundary_distances(
     Raises:
         ValueError: arrays of different shapes, or ``spacing_m`` not a positive finite number
             or None.
+        memory.InsufficientMemoryError: before any work, when the largest chunks of pairs
+            that run together would need more memory than is available
+            (``memory.available_bytes``); the message names the largest pairs.
 
     Source: agribound seed (../shared/seeds/agribound_evaluation.txt), hausdorff_m and
     boundary_mean_distance_m of the per-field table.
@@ -391,6 +475,8 @@ def pair_boundary_distances(
     # Segments are built per chunk of pairs (not for all at once), so memory holds at most
     # the chunks in flight; the work of a pair grows with its number of vertices.
     cost = shapely.get_num_coordinates(ref) + shapely.get_num_coordinates(pred)
+    chunks = _chunks(cost, _CHUNK_VERTICES)
+    _check_chunk_memory(cost, chunks, describe_pairs)
 
     def run(bounds):
         lo, hi = bounds
@@ -400,17 +486,58 @@ def pair_boundary_distances(
         if not ok.all():
             seg_r, seg_p = seg_r.select(ok), seg_p.select(ok)
         m = hi - lo
-        len_r = np.bincount(seg_r.owner, weights=seg_r.length, minlength=m)
-        len_p = np.bincount(seg_p.owner, weights=seg_p.length, minlength=m)
+        len_r, len_p = _lengths(seg_r, m, scale), _lengths(seg_p, m, scale)
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
-        integral, hmax = _pair_distances(seg_r, seg_p, delta)
+        target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
+                                                     delta)
+        # Handed over in a list that _pair_distances empties: the segments are freed once
+        # they are framed (for a large pair, a third of the memory).
+        segments = [seg_r, seg_p, target_r, target_p]
+        del seg_r, seg_p, target_r, target_p
+        integral, hmax = _pair_distances(segments, np.where(coarse, _COARSE_DELTA, 1.0)
+                                         * delta, scale)
+        # Distances to a target simplified within ε are within ε of the exact ones: lowered
+        # by ε, the Hausdorff distance is never above the exact one.
+        hmax = np.where(coarse, np.maximum(hmax - _COARSE_FRACTION * delta, 0.0), hmax)
         rows = lo + np.flatnonzero(ok)
         hausdorff[rows] = hmax[ok]
         mean[rows] = integral[ok] / (len_r[ok] + len_p[ok])
         spacing[rows] = delta[ok]
 
-    run_chunks(run, _chunks(cost, _CHUNK_VERTICES), progress)
+    run_chunks(run, chunks, progress)
     return hausdorff, mean, spacing
+
+
+def _lengths(seg: Segments, m: int, scale=None) -> np.ndarray:
+    """Boundary length of each of m owners; with ``scale``, in metres: each piece of at most
+    ``_SCALED_PIECE`` divided by the scale factor at its middle."""
+    if scale is None:
+        return np.bincount(seg.owner, weights=seg.length, minlength=m)
+    x0, y0, x1, y1, parent, _ = split_segments(seg.x0, seg.y0, seg.x1, seg.y1,
+                                               np.full(seg.n, _SCALED_PIECE))
+    k = scale(0.5 * (x0 + x1), 0.5 * (y0 + y1))
+    return np.bincount(seg.owner[parent], weights=hypot(x1 - x0, y1 - y0) / k, minlength=m)
+
+
+def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
+    """Raise ``InsufficientMemoryError`` (before any work) when the largest chunks that can be
+    in flight together would need more memory than is available, naming the largest pairs."""
+    if not chunks:
+        return
+    sizes = sorted((int(cost[lo:hi].sum()), lo, hi) for lo, hi in chunks)[-WORKERS:]
+    needed = sum(_BYTES_PER_VERTEX * size
+                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
+                 for size, _, _ in sizes)
+
+    def what():
+        _, lo, hi = sizes[-1]
+        rows = lo + np.argsort(cost[lo:hi])[::-1][:5]
+        if describe_pairs is not None:
+            return describe_pairs(rows)
+        return "matched pairs at positions " + ", ".join(str(int(r)) for r in rows) + (
+            f" ({int(cost[lo:hi].sum()):,} vertices)")
+
+    check_memory("boundary distances", needed, what)
 
 
 def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -425,18 +552,20 @@ def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
 
 @dataclass
 class _Pieces:
-    """Pieces of boundary, sorted by pair: from (x0, y0) to (x1, y1)."""
+    """Pieces of boundary, sorted by pair: from (x0, y0) to (x1, y1); ``weight``: None, or
+    metres per CRS unit on each piece (1 / the local scale factor of a conformal CRS)."""
 
     x0: np.ndarray
     y0: np.ndarray
     x1: np.ndarray
     y1: np.ndarray
     pair: np.ndarray
+    weight: np.ndarray | None = None
 
     def __getitem__(self, index) -> _Pieces:
         index = _positions(index)
         return _Pieces(self.x0[index], self.y0[index], self.x1[index], self.y1[index],
-                       self.pair[index])
+                       self.pair[index], None if self.weight is None else self.weight[index])
 
 
 @dataclass
@@ -497,76 +626,219 @@ class _Boundaries:
         return np.take(self.box, seg, axis=1)
 
 
-def _pair_distances(
-    seg_r: Segments, seg_p: Segments, delta: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
+def _coarse_targets(ref, pred, seg_r: Segments, seg_p: Segments, delta):
+    """The boundaries each pair's distances are measured to: its own segments, or for a
+    large pair (more than ``_COARSE_MIN_SEGMENTS``) on each side where that at least halves
+    the segments, the boundary simplified within ε = ``_COARSE_FRACTION`` Δ.
 
-    ``seg_r``, ``seg_p``: segments of the chunk's pairs (owner = pair, 0..n-1; a pair present
-    in one is present in both); ``delta``: float array, shape (n,). Pairs without segments
-    get 0.
+    Returns ``(target_r, target_p, coarse)``: Segments like ``seg_r`` and ``seg_p`` (owners
+    0..m-1) and a bool array, shape (m,), True for the pairs with a simplified side.
     """
-    n = len(delta)
-    if seg_r.n == 0 or seg_p.n == 0:
-        return np.zeros(n), np.zeros(n)
-    n_r = seg_r.n
-    owner = np.r_[seg_r.owner, seg_p.owner]
-    side = np.r_[np.zeros(n_r, np.int64), np.ones(seg_p.n, np.int64)]
-    # Each pair in its own frame, its lower-left corner at the origin: small coordinates.
+    m = len(delta)
+    n_r = np.bincount(seg_r.owner, minlength=m)
+    n_p = np.bincount(seg_p.owner, minlength=m)
+    big = (n_r + n_p > _COARSE_MIN_SEGMENTS) & seg_r.valid & seg_p.valid
+    coarse = np.zeros(m, dtype=bool)
+    if not big.any():
+        return seg_r, seg_p, coarse
+    targets = []
+    for geoms, seg, count in ((ref, seg_r, n_r), (pred, seg_p, n_p)):
+        simple = np.full(m, None, dtype=object)
+        simple[big] = simplified_boundaries(geoms[big], _COARSE_FRACTION * delta[big])
+        small = boundary_segments(simple)
+        use = big & small.valid & (np.bincount(small.owner, minlength=m) <= _COARSE_GAIN * count)
+        if not use.any():
+            targets.append(seg)
+            continue
+        coarse |= use
+        targets.append(_combine(seg.select(~use), small.select(use)))
+    return targets[0], targets[1], coarse
+
+
+def simplified_boundaries(geometries, tolerance) -> np.ndarray:
+    """The boundary curves of each geometry simplified (Douglas-Peucker, GEOS) within
+    ``tolerance``, as MultiLineStrings.
+
+    Every point of a simplified curve is within ``tolerance`` of the curve and every point of
+    the curve within ``tolerance`` of the simplified one (the curve between two kept vertices
+    stays within ``tolerance`` of their chord and runs from one end of it to the other), so
+    distances to the two differ by at most ``tolerance``. A curve that would collapse to fewer
+    than three vertices is kept whole.
+
+    Args:
+        geometries: object array, shape (n,), of polygonal or linear geometries.
+        tolerance: float array, shape (n,), > 0, in CRS units.
+    Returns:
+        object array, shape (n,): MultiLineStrings (None for geometries without curves).
+    """
+    geoms = np.asarray(geometries, dtype=object).reshape(-1)
+    out = np.full(len(geoms), None, dtype=object)
+    curves, owner = boundary_curves(geoms)
+    keep = shapely.get_num_coordinates(curves) >= 2
+    curves, owner = curves[keep], owner[keep]
+    if len(curves) == 0:
+        return out
+    order = np.argsort(owner, kind="stable")
+    curves, owner = curves[order], owner[order]
+    coords, index = shapely.get_coordinates(curves, return_index=True)
+    lines = shapely.linestrings(coords, indices=index)
+    del coords, index
+    simple = shapely.simplify(lines, np.asarray(tolerance, dtype=float)[owner],
+                              preserve_topology=False)
+    few = shapely.get_num_coordinates(simple) < 3
+    simple[few] = lines[few]
+    present, at = np.unique(owner, return_inverse=True)
+    out[present] = shapely.multilinestrings(simple, indices=at)
+    return out
+
+
+def _combine(a: Segments, b: Segments) -> Segments:
+    """The segments of ``a`` and ``b`` (of different owners, both ``select``-ed from the same
+    owners) in one Segments, ordered by owner."""
+    owner = np.r_[a.owner, b.owner]
+    order = np.argsort(owner, kind="stable")
+    new_index = np.empty(len(order), dtype=np.int64)
+    new_index[order] = np.arange(len(order))
+
+    def links(la, lb):
+        joined = np.r_[la, np.where(lb >= 0, lb + a.n, -1)]
+        return np.where(joined >= 0, new_index[np.maximum(joined, 0)], -1)[order]
+
+    return Segments(np.r_[a.x0, b.x0][order], np.r_[a.y0, b.y0][order],
+                    np.r_[a.x1, b.x1][order], np.r_[a.y1, b.y1][order], owner[order],
+                    links(a.next, b.next), links(a.prev, b.prev), a.valid | b.valid)
+
+
+@dataclass(frozen=True)
+class _PairFrames:
+    """Each pair's frame: its lower-left corner (``lo_x``, ``lo_y``, the origin of its
+    coordinates), its extent (float array, shape (n, 2)), largest side and diagonal."""
+
+    lo_x: np.ndarray
+    lo_y: np.ndarray
+    extent: np.ndarray
+    size: np.ndarray
+    diag: np.ndarray
+
+
+def _pair_frames(seg_r: Segments, seg_p: Segments, n: int) -> _PairFrames:
     lo_x = np.minimum(_least(seg_r.x0, seg_r.owner, n), _least(seg_p.x0, seg_p.owner, n))
     lo_y = np.minimum(_least(seg_r.y0, seg_r.owner, n), _least(seg_p.y0, seg_p.owner, n))
     hi_x = np.maximum(_most(seg_r.x0, seg_r.owner, n), _most(seg_p.x0, seg_p.owner, n))
     hi_y = np.maximum(_most(seg_r.y0, seg_r.owner, n), _most(seg_p.y0, seg_p.owner, n))
-    ox, oy = lo_x[owner], lo_y[owner]
+    extent = np.column_stack([hi_x - lo_x, hi_y - lo_y])
+    return _PairFrames(lo_x, lo_y, extent, extent.max(axis=1),
+                       hypot(extent[:, 0], extent[:, 1]))
+
+
+def _framed_segments(seg_r: Segments, seg_p: Segments, frames: _PairFrames):
+    """The segments of both sides in their pair's frame, without those shorter than
+    ``_TINY`` of the pair's extent (distinct vertices that the frame's rounding merges, or
+    subnormal coordinates; their neighbours are linked).
+
+    Returns ``(xy, owner, side, next, prev, seg_len)``: xy a (4, k) float array (x0, y0, x1,
+    y1), side 0 for the reference, 1 for the predicted; the links renumbered.
+    """
+    n_r = seg_r.n
+    owner = np.r_[seg_r.owner, seg_p.owner]
+    side = np.r_[np.zeros(n_r, np.int64), np.ones(seg_p.n, np.int64)]
+    ox, oy = frames.lo_x[owner], frames.lo_y[owner]
     xy = np.empty((4, len(owner)))
     for k, (a, b, o) in enumerate(((seg_r.x0, seg_p.x0, ox), (seg_r.y0, seg_p.y0, oy),
                                    (seg_r.x1, seg_p.x1, ox), (seg_r.y1, seg_p.y1, oy))):
         xy[k, :n_r], xy[k, n_r:] = a, b
         xy[k] -= o
+    del ox, oy
     x0, y0, x1, y1 = xy
-    extent = np.column_stack([hi_x - lo_x, hi_y - lo_y])
-    size = extent.max(axis=1)
-    diag = hypot(extent[:, 0], extent[:, 1])
     nxt = np.r_[seg_r.next, seg_p.next + n_r]
     prv = np.r_[seg_r.prev, seg_p.prev + n_r]
     seg_len = hypot(x1 - x0, y1 - y0)
-    # Segments shorter than 1e-12 of the pair's extent (distinct vertices that the frame's
-    # rounding merges, or subnormal coordinates) are dropped; their neighbours are linked.
-    short = seg_len <= _TINY * size[owner]
+    short = seg_len <= _TINY * frames.size[owner]
     if short.any():
-        xy, owner, side, nxt, prv, seg_len = _drop_short(short, xy, owner, side, nxt, prv,
-                                                          seg_len)
-        x0, y0, x1, y1 = xy
+        return _drop_short(short, xy, owner, side, nxt, prv, seg_len)
+    return xy, owner, side, nxt, prv, seg_len
+
+
+def _pair_distances(
+    segments: list, delta: np.ndarray, scale=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
+
+    ``segments``: a list ``[seg_r, seg_p, target_r, target_p]``, emptied here (so that the
+    segments are freed once framed): ``seg_r``, ``seg_p`` the segments of the chunk's pairs
+    (owner = pair, 0..n-1; a pair present in one is present in both), integrated;
+    ``target_r``, ``target_p`` the segments the distances are measured to (the same objects
+    when not simplified). ``delta``: float array, shape (n,); ``scale``: see
+    ``pair_boundary_distances``. Pairs without segments get 0.
+
+    Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
+    cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
+    by pair; then, block by block of pieces, the candidate search and the integration.
+    """
+    n = len(delta)
+    seg_r, seg_p, target_r, target_p = segments
+    segments.clear()
+    if seg_r.n == 0 or seg_p.n == 0 or target_r.n == 0 or target_p.n == 0:
+        return np.zeros(n), np.zeros(n)
+    frames = _pair_frames(seg_r, seg_p, n)
+    same = target_r is seg_r and target_p is seg_p
+    xy, owner, side, nxt, prv, seg_len = _framed_segments(target_r, target_p, frames)
+    del target_r, target_p
+    if same:
+        del seg_r, seg_p
+    x0, y0, x1, y1 = xy
     n_segs = np.bincount(owner, minlength=n)
     mean_len = np.bincount(owner, weights=seg_len, minlength=n) / np.maximum(n_segs, 1)
-    cell = np.maximum(_CELL_FACTOR * mean_len, size / _MAX_CELLS_PER_SIDE)
+    cell = np.maximum(_CELL_FACTOR * mean_len,
+                      frames.size / np.maximum(_MAX_CELLS_PER_SIDE, n_segs))
     cell = np.where(cell > 0, cell, 1.0)
-    bounds = _Boundaries(xy, nxt, prv, _SLACK * size + 1e-300)
-    del ox, oy, nxt, prv, short
+    bounds = _Boundaries(xy, nxt, prv, _SLACK * frames.size + 1e-300)
+    del nxt, prv, seg_len
 
-    # Pieces: both boundaries cut into pieces of bounded length, sorted by pair.
+    # Pieces: the integrated boundaries cut into pieces of bounded length, sorted by pair.
     piece_len = np.maximum(_PIECE_FACTOR * mean_len, cell)
-    split = split_segments(x0, y0, x1, y1, piece_len[owner])
+    if scale is not None:
+        piece_len = np.minimum(piece_len, _SCALED_PIECE)
+    if same:
+        fx0, fy0, fx1, fy1, f_owner, f_side = x0, y0, x1, y1, owner, side
+    else:
+        (fx0, fy0, fx1, fy1), f_owner, f_side = _framed_segments(seg_r, seg_p, frames)[:3]
+        del seg_r, seg_p
+    split = split_segments(fx0, fy0, fx1, fy1, piece_len[f_owner])
     px0, py0, px1, py1, parent, _ = split
     # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones. The
     # grid cuts the segments at its cell size: the same cut as the pieces' when the cell is
-    # the piece length (as with the default factors), then not done twice.
+    # the piece length (as with the default factors) and the targets are the pieces'
+    # segments, then not done twice.
     grid = SegmentGrid(x0, y0, x1, y1, 2 * owner + side, np.repeat(cell, 2),
-                       np.zeros((2 * n, 2)), np.repeat(extent, 2, axis=0),
-                       split if np.array_equal(piece_len, cell) else None)
-    del split
-    order = _by_pair(owner[parent], side[parent], n)
-    parent = parent[order]
-    pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], owner[parent])
-    query_group = 2 * pieces.pair + 1 - side[parent]
-    del px0, py0, px1, py1, order, parent, owner, side, seg_len
-    length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
-    first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[pieces.pair], diag[pieces.pair])
-    rows, kept = _initial_candidates(grid, bounds, pieces, length, query_group, first_radius, diag)
-    del grid, query_group, length, first_radius
-    pieces = pieces[kept]
-    del kept
-    return _refine(bounds, pieces, rows, delta, n)
+                       np.zeros((2 * n, 2)), np.repeat(frames.extent, 2, axis=0),
+                       split if same and np.array_equal(piece_len, cell) else None)
+    del split, x0, y0, x1, y1, owner, side
+    if n == 1:  # one pair: already in order (reference pieces, then predicted ones)
+        pieces = _Pieces(px0, py0, px1, py1, f_owner[parent])
+    else:
+        order = _by_pair(f_owner[parent], f_side[parent], n)
+        parent = parent[order]
+        pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
+        del order
+    query_group = 2 * pieces.pair + 1 - f_side[parent]
+    del px0, py0, px1, py1, parent, f_owner, f_side, fx0, fy0, fx1, fy1
+    if scale is not None:
+        pieces.weight = 1.0 / scale(0.5 * (pieces.x0 + pieces.x1) + frames.lo_x[pieces.pair],
+                                    0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
+
+    integral, h_low = np.zeros(n), np.zeros(n)
+    for start in range(0, len(pieces.pair), _PIECE_BLOCK):
+        block = slice(start, start + _PIECE_BLOCK)
+        part = pieces[np.arange(len(pieces.pair))[block]]
+        length = hypot(part.x1 - part.x0, part.y1 - part.y0)
+        first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[part.pair],
+                                  frames.diag[part.pair])
+        rows, kept = _initial_candidates(grid, bounds, part, length, query_group[block],
+                                         first_radius, frames.diag)
+        del length, first_radius
+        integral += _refine(bounds, part[kept], rows, delta, n, h_low)
+    return integral, h_low
 
 
 def _by_pair(owner: np.ndarray, side: np.ndarray, n: int) -> np.ndarray:
@@ -637,8 +909,7 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
     found: list[_Rows] = []  # each piece's rows come from one round, grouped by piece
     while len(pending):
         again = []
-        for start in range(0, len(pending), _SEARCH_BATCH):
-            pp = pending[start:start + _SEARCH_BATCH]
+        for pp in _search_batches(grid, pieces, query_group, radius, pending):
             rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp)
             if rows is not None:
                 found.append(rows)
@@ -666,6 +937,39 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
                 part.seg, part.d0, part.d1, part.dmin)
     rows.piece = group_ids(counts[kept])
     return rows, kept
+
+
+def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
+    """The pieces ``pending`` (increasing positions) in consecutive batches whose search
+    scans at most ``_ROW_BUDGET`` rows of cells and gathers at most ``_ROW_BUDGET`` rows (a
+    batch holds one piece at least): counted before anything is gathered."""
+    for start in range(0, len(pending), _SEARCH_BATCH):
+        pp = pending[start:start + _SEARCH_BATCH]
+        r = radius[pp]
+        x0, x1, y0, y1 = pieces.x0[pp], pieces.x1[pp], pieces.y0[pp], pieces.y1[pp]
+        bx0, bx1 = np.minimum(x0, x1) - r, np.maximum(x0, x1) + r
+        by0, by1 = np.minimum(y0, y1) - r, np.maximum(y0, y1) + r
+        group = query_group[pp]
+        for a, b in _budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
+            found = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b])
+            if b - a == len(pp) and found.sum() <= _ROW_BUDGET:
+                yield pp
+                continue
+            for c, d in _budget_splits(found, _ROW_BUDGET):
+                yield pp[a + c:a + d]
+
+
+def _budget_splits(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges [a, b) of positions whose total ``cost`` is at most ``budget``, or
+    of one position when that alone exceeds it."""
+    total = np.cumsum(cost)
+    splits, a = [], 0
+    while a < len(cost):
+        before = total[a - 1] if a else 0
+        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
+        splits.append((a, b))
+        a = b
+    return splits
 
 
 def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp):
@@ -730,7 +1034,7 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
     return rows, pp[retry]
 
 
-def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
+def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
     """Integrate and maximise the distance over every piece, halving pieces where needed.
 
     On a piece the distance to the other boundary is min_t f_t over its candidate segments t
@@ -742,11 +1046,12 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
 
     Pieces stay sorted by pair and rows grouped by piece (children replace their parent in
     place), so per-pair and per-piece reductions are ``reduceat`` calls.
-    Returns (integral, maximum) per pair.
+    ``h_low`` (float array, shape (n,)): the largest lower bound of each pair's Hausdorff
+    distance found so far, raised in place by the maxima found here. Returns the integral
+    per pair.
     """
     n_seg = bounds.n
     integral = np.zeros(n)
-    h_low = np.zeros(n)  # the largest lower bound of the Hausdorff distance found so far
     while len(pieces.pair):
         length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
         frame = _row_frames(bounds, pieces, length, rows)
@@ -766,7 +1071,8 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         first = starts[sp]
         piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
         piece_max = np.maximum(rows.d0[first], rows.d1[first])
-        _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n)
+        _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n,
+             None if pieces.weight is None else pieces.weight[sp])
 
         # A few functions: cut where they cross, then as above. Pieces with the same number of
         # rows go together, as (rows, pieces) arrays; few pieces (after halving) go at once,
@@ -784,7 +1090,8 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
                 at = starts[few] + np.minimum(np.arange(width)[:, None], n_rows[few] - 1)
                 few_integral, few_max = _envelope(length[few], np.take(frame, at, axis=1),
                                                   fid[at])
-                _add(integral, h_low, pieces.pair[few], few_integral, few_max, n)
+                _add(integral, h_low, pieces.pair[few], few_integral, few_max, n,
+                     None if pieces.weight is None else pieces.weight[few])
 
         # More: bracket, finish the pieces whose brackets meet the bounds, halve the others.
         many = np.flatnonzero(~exact)
@@ -796,10 +1103,15 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         many_frame = np.take(frame, in_many, axis=1)
         pair = pieces.pair[many]
         lo, hi, max_lo, max_hi, d_mid = _piece_bounds(length[many], many_rows, many_frame)
+        many_length = length[many]
+        if pieces.weight is not None:  # in metres
+            w = pieces.weight[many]
+            lo, hi, many_length = lo * (w * w), hi * (w * w), many_length * w
+            max_lo, max_hi = max_lo * w, max_hi * w
         _raise_max(h_low, pair, max_lo)
         dl = delta[pair]
-        done = (length[many] <= dl) | (
-            (hi - lo <= 0.5 * length[many] * dl)
+        done = (many_length <= dl) | (
+            (hi - lo <= 0.5 * many_length * dl)
             & (max_hi <= np.maximum(max_lo, h_low[pair]) + 0.5 * dl)
         )
         integral += np.bincount(pair[done], weights=0.5 * (lo + hi)[done], minlength=n)
@@ -809,7 +1121,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n):
         parent_rows = many_rows[row_split]
         parent_rows.piece = (np.cumsum(~done) - 1)[parent_rows.piece]
         pieces, rows = _halve(bounds, pieces[many[~done]], parent_rows, d_mid[row_split])
-    return integral, h_low
+    return integral
 
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
@@ -857,7 +1169,10 @@ def _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1, limit):
     return out
 
 
-def _add(integral, h_low, pair, piece_integral, piece_max, n):
+def _add(integral, h_low, pair, piece_integral, piece_max, n, weight=None):
+    if weight is not None:  # CRS units to metres: distance times length, distance
+        piece_integral = piece_integral * (weight * weight)
+        piece_max = piece_max * weight
     integral += np.bincount(pair, weights=piece_integral, minlength=n)
     _raise_max(h_low, pair, piece_max)
 
@@ -1172,7 +1487,8 @@ def _halve(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, d_mid):
     k = len(pieces.pair)
     mx, my = 0.5 * (pieces.x0 + pieces.x1), 0.5 * (pieces.y0 + pieces.y1)
     children = _Pieces(np.empty(2 * k), np.empty(2 * k), np.empty(2 * k), np.empty(2 * k),
-                       np.repeat(pieces.pair, 2))
+                       np.repeat(pieces.pair, 2),
+                       None if pieces.weight is None else np.repeat(pieces.weight, 2))
     children.x0[0::2], children.x0[1::2] = pieces.x0, mx
     children.y0[0::2], children.y0[1::2] = pieces.y0, my
     children.x1[0::2], children.x1[1::2] = mx, pieces.x1

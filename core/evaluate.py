@@ -714,8 +714,9 @@ def _boundary_metrics(
     UTM zones used.
 
     Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
-    both polygons in the reference field's UTM zone; every reference gets perimeter_m and
-    utm_epsg. With a tolerance, both layers get boundary_within_tolerance_m (each polygon in
+    both polygons in the reference field's UTM zone (a pair wider than a zone or beyond ±80°:
+    in a scale-corrected conformal CRS), and distance_crs saying which; every reference gets
+    perimeter_m and utm_epsg. With a tolerance, both layers get boundary_within_tolerance_m (each polygon in
     its own zone, against the other layer's boundaries), and references boundary_recall and
     within_tolerance (matched with a mean boundary distance within the tolerance).
     Source: agribound seed, "Geometry and coordinate systems" and "With boundary_tolerance_m".
@@ -729,7 +730,10 @@ def _boundary_metrics(
     def distances_of_matches(advance):
         return matched_distances_in_utm(
             ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m,
-            progress=advance,
+            progress=advance, describe_pairs=lambda k: ", ".join(
+                f"reference row {ref.keep[matched[i]]} / predicted row "
+                f"{pred.keep[tables.matched_pred[matched[i]]]}" for i in k
+            ),
         )
 
     if tolerance_m is None:
@@ -758,6 +762,8 @@ def _boundary_metrics(
     else:
         r["perimeter_m"] = perimeter_ref
     r["utm_epsg"] = ref_zoned.epsg
+    r["distance_crs"] = np.full(ref.n, "", dtype=object)
+    r["distance_crs"][matched] = distances.distance_crs
     if tolerance_m is not None:
         r["boundary_within_tolerance_m"] = within_ref
         r["boundary_recall"] = ratio(within_ref, perimeter_ref, np.nan)

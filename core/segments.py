@@ -290,19 +290,23 @@ class SegmentGrid:
     def _row(self, y, group, shift=0):
         return _cell_index(y, self.oy[group], self.cell[group], self.nrow[group], shift)
 
-    def query(self, bx0, by0, bx1, by1, group) -> tuple[np.ndarray, np.ndarray]:
-        """Segments with a piece whose bounding box meets each query box.
+    def scan_rows(self, by0, by1, group) -> np.ndarray:
+        """Number of rows of cells a query scans, per query box (int64, shape (q,)): the
+        length of the arrays ``count`` and ``query`` need per query, before any result."""
+        oy, cell, nrow = self.oy[group], self.cell[group], self.nrow[group]
+        return _cell_index(by1, oy, cell, nrow) - _cell_index(by0, oy, cell, nrow, 1) + 1
 
-        Args:
-            bx0, by0, bx1, by1: float arrays, shape (q,): the query boxes.
-            group: int64 array, shape (q,): group of each query.
+    def count(self, bx0, by0, bx1, by1, group) -> np.ndarray:
+        """Number of indexed pieces in the cells each query scans (int64, shape (q,)): an
+        upper bound of the number of segments ``query`` returns for it, found without
+        gathering them (memory: one value per row of cells scanned)."""
+        k_lo, k_hi, q_of_row = self._scanned(bx0, by0, bx1, by1, group)[:3]
+        lo, hi = self._cell_range(k_lo, k_hi)
+        return np.bincount(q_of_row, weights=hi - lo, minlength=len(group)).astype(np.int64)
 
-        Returns:
-            ``(query, segment)`` int64 arrays, grouped by query in increasing order; each
-            segment of the query's group with a piece in the scanned cells, once. A superset of
-            the segments meeting the box.
-        """
-        # The group's terms, gathered once for the four bounds.
+    def _scanned(self, bx0, by0, bx1, by1, group):
+        """Keys of the first and last scanned cell of each row of cells of each query, the
+        query of each row, and the query's scanned columns and rows."""
         ox, oy, cell = self.ox[group], self.oy[group], self.cell[group]
         ncol, nrow = self.ncol[group], self.nrow[group]
         ix_lo, ix_hi = _cell_index(bx0, ox, cell, ncol, 1), _cell_index(bx1, ox, cell, ncol)
@@ -317,12 +321,30 @@ class SegmentGrid:
         k_lo *= ncol[q_of_row]
         k_lo += (self.base[group] + iy_lo * ncol + ix_lo)[q_of_row]
         k_hi = k_lo + (ix_hi - ix_lo)[q_of_row]
+        return k_lo, k_hi, q_of_row, ix_lo, ix_hi, iy_lo, iy_hi
+
+    def _cell_range(self, k_lo, k_hi):
+        """Positions [lo, hi) of the pieces filed in the cells k_lo..k_hi (one row of cells)."""
         if self.dense:
-            lo = self.cell_start[k_lo]
-            hi = self.cell_start[k_hi + 1]
-        else:
-            lo = np.searchsorted(self.sorted_key, k_lo, side="left")
-            hi = np.searchsorted(self.sorted_key, k_hi, side="right")
+            return self.cell_start[k_lo], self.cell_start[k_hi + 1]
+        return (np.searchsorted(self.sorted_key, k_lo, side="left"),
+                np.searchsorted(self.sorted_key, k_hi, side="right"))
+
+    def query(self, bx0, by0, bx1, by1, group) -> tuple[np.ndarray, np.ndarray]:
+        """Segments with a piece whose bounding box meets each query box.
+
+        Args:
+            bx0, by0, bx1, by1: float arrays, shape (q,): the query boxes.
+            group: int64 array, shape (q,): group of each query.
+
+        Returns:
+            ``(query, segment)`` int64 arrays, grouped by query in increasing order; each
+            segment of the query's group with a piece in the scanned cells, once. A superset of
+            the segments meeting the box.
+        """
+        k_lo, k_hi, q_of_row, ix_lo, ix_hi, iy_lo, iy_hi = self._scanned(bx0, by0, bx1, by1,
+                                                                         group)
+        lo, hi = self._cell_range(k_lo, k_hi)
         count = hi - lo
         row = group_ids(count)
         query = q_of_row[row]

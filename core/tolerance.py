@@ -22,7 +22,8 @@ import shapely
 
 from .boundary import ZonedLayer, check_same_space, utm_crs
 from .checks import check_positive
-from .parallel import ProgressCallback, run_chunks
+from .memory import check_memory
+from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import boundary_curves, hypot, ranges, run_starts
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
@@ -46,6 +47,15 @@ _MAX_TILE_CELLS = 1 << 20
 #: 16,384 made the stage ~20 % slower on two cores.
 _QUERY_CHUNK = 65_536
 _BLOCK = 65_536
+
+#: A query chunk gathers at most this many candidate pieces at once (more are split off).
+_CANDIDATE_BUDGET = 2_000_000
+
+#: Bytes per vertex of a tile while it is measured, and working memory beyond, for the
+#: memory check.
+_BYTES_PER_VERTEX = 400
+_WORKING_BYTES = 256 * 2**20
+_WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
 
 #: Relative slack for the box filters (of the coordinates' magnitude): they may keep a few
 #: more candidates than needed, never fewer.
@@ -315,6 +325,7 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
         ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
         return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, piece, margin, both)
 
+    _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b)
     for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
         within_a[:, ia] += wa
         perimeter_a[ia] += pa
@@ -322,6 +333,31 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
         perimeter_b[ib] += pb
     return (np.minimum(within_a, perimeter_a), perimeter_a,
             np.minimum(within_b, perimeter_b), perimeter_b)
+
+
+def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b) -> None:
+    """Raise ``InsufficientMemoryError`` before any work when the largest tiles that run
+    together would need more memory than is available (a tile holds whole polygons, so one
+    huge polygon makes a huge tile), naming the largest polygons of the largest tile."""
+    sizes = []
+    for tile in tiles:
+        ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
+        va, vb = shapely.get_num_coordinates(a[ia]), shapely.get_num_coordinates(b[ib])
+        sizes.append((int(va.sum() + vb.sum()), ia[np.argsort(va)[::-1][:3]],
+                      ib[np.argsort(vb)[::-1][:3]]))
+    sizes.sort(key=lambda item: item[0])
+    largest = sizes[-WORKERS:]
+    needed = sum(_BYTES_PER_VERTEX * size
+                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
+                 for size, _, _ in largest)
+
+    def what():
+        size, ia, ib = largest[-1]
+        return (f"the polygons near one tile ({size:,} vertices; largest: first layer "
+                f"positions {', '.join(map(str, ia.tolist()))}, second layer positions "
+                f"{', '.join(map(str, ib.tolist()))})")
+
+    check_memory("boundary lengths within the tolerance", needed, what)
 
 
 def _tiles(centres: np.ndarray, weights: np.ndarray, budget: float) -> list[tuple]:
@@ -532,26 +568,51 @@ def _covered(A: _Pieces, B: _Pieces, tols, piece: float):
         n_rows = _cell(A.yhi[q] + reach, gy, cell, nrow) - iy_lo + 1
         q_row = np.repeat(q - start, n_rows)
         base = ranges(iy_lo, n_rows) * ncol
-        first = cell_start[base + ix_lo[q_row]]
-        count = cell_start[base + ix_hi[q_row] + 1] - first
-        qi = np.repeat(q_row + start, count)
-        bj = ranges(first, count)
-        # The boxes within the tolerance of each other (x first: cells are wide).
-        # (np.compress: much faster than boolean indexing.)
-        ok = B.xlo[bj] <= A.xhi[qi] + reach
-        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
-        ok = B.xhi[bj] >= A.xlo[qi] - reach
-        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
-        ok = ((B.ylo[bj] <= A.yhi[qi] + reach) & (B.yhi[bj] >= A.ylo[qi] - reach)
-              & (A.own[qi] | B.own[bj]))
-        qi, bj = np.compress(ok, qi), np.compress(ok, bj)
-        for k in range(0, len(qi), _BLOCK):
-            for t, r in enumerate(tols):
-                r = float(r)
-                _pair_block(A, B, qi[k : k + _BLOCK], bj[k : k + _BLOCK], r, r * r,
-                            full_a[t], full_b[t], parts_a[t], parts_b[t])
+        all_first = cell_start[base + ix_lo[q_row]]
+        all_count = cell_start[base + ix_hi[q_row] + 1] - all_first
+        for rows in _candidate_batches(all_count, _CANDIDATE_BUDGET):
+            first, count = all_first[rows], all_count[rows]
+            qi = np.repeat(q_row[rows] + start, count)
+            bj = ranges(first, count)
+            _candidate_pairs(A, B, qi, bj, reach, tols, full_a, full_b, parts_a, parts_b)
     return (np.array([_union(parts_a[t], full_a[t], A.length) for t in range(k_tols)]),
             np.array([_union(parts_b[t], full_b[t], B.length) for t in range(k_tols)]))
+
+
+def _candidate_batches(count: np.ndarray, budget: int) -> list[slice]:
+    """Consecutive slices of the scanned rows of cells holding at most ``budget`` candidate
+    pieces each (or one row of cells): the candidates are counted before they are gathered,
+    so the memory of a query chunk stays bounded however many pieces a cell holds."""
+    total = np.cumsum(count)
+    if len(total) == 0 or total[-1] <= budget:
+        return [slice(0, len(count))]
+    out, a = [], 0
+    while a < len(count):
+        before = total[a - 1] if a else 0
+        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
+        out.append(slice(a, b))
+        a = b
+    return out
+
+
+def _candidate_pairs(A, B, qi, bj, reach, tols, full_a, full_b, parts_a, parts_b):
+    """The candidate pairs (qi, bj) whose boxes come within ``reach`` of each other, solved
+    in blocks (``_pair_block``) at each tolerance of ``tols`` (per-tolerance rows of
+    ``full_a``, ``full_b``, ``parts_a``, ``parts_b``)."""
+    # The boxes within the tolerance of each other (x first: cells are wide).
+    # (np.compress: much faster than boolean indexing.)
+    ok = B.xlo[bj] <= A.xhi[qi] + reach
+    qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+    ok = B.xhi[bj] >= A.xlo[qi] - reach
+    qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+    ok = ((B.ylo[bj] <= A.yhi[qi] + reach) & (B.yhi[bj] >= A.ylo[qi] - reach)
+          & (A.own[qi] | B.own[bj]))
+    qi, bj = np.compress(ok, qi), np.compress(ok, bj)
+    for k in range(0, len(qi), _BLOCK):
+        for t, r in enumerate(tols):
+            r = float(r)
+            _pair_block(A, B, qi[k : k + _BLOCK], bj[k : k + _BLOCK], r, r * r,
+                        full_a[t], full_b[t], parts_a[t], parts_b[t])
 
 
 def _cell(v: np.ndarray, origin: float, cell: float, n: int) -> np.ndarray:

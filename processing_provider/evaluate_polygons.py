@@ -26,6 +26,7 @@ from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
 from ..core.boundary_curve import TOLERANCE_MULTIPLES
+from ..core.memory import InsufficientMemoryError
 from ..core.report import build_report, to_json_text, write_atomically
 from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
@@ -525,7 +526,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 )
         except EvaluationCanceled:
             return {}
-        except ValueError as exc:
+        except (ValueError, InsufficientMemoryError) as exc:
             raise QgsProcessingException(str(exc)) from exc
 
         metrics = evaluation.metrics

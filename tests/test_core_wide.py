@@ -1,0 +1,111 @@
+"""Boundary distances of pairs wider than a UTM zone or beyond ±80°: metres on the WGS 84
+ellipsoid to 0.1 %, checked against geodesic values from pyproj.Geod (independent of the
+projection and of the code under test)."""
+
+import numpy as np
+import pyproj
+import pytest
+import shapely
+from iou_evaluation.core.boundary import matched_distances_in_utm, zoned_layer
+from iou_evaluation.core.wide import lonlat_extent, wide_pairs
+
+WGS84 = pyproj.CRS("EPSG:4326")
+GEOD = pyproj.Geod(ellps="WGS84")
+
+
+def band(lon0, lon1, lat0, lat1, step=0.5):
+    """Polygon between two parallels and two meridians, vertices every ``step`` degrees."""
+    lons = np.arange(lon0, lon1 + 1e-9, step)
+    lats = np.arange(lat0, lat1 + 1e-9, step)
+    ring = (
+        [(x, lat0) for x in lons] + [(lon1, y) for y in lats[1:]]
+        + [(x, lat1) for x in lons[::-1][1:]] + [(lon0, y) for y in lats[::-1][1:]]
+    )
+    return shapely.Polygon(ring)
+
+
+def parallel_length(lon0, lon1, lat):
+    lons = np.linspace(lon0, lon1, 20_001)
+    return GEOD.line_length(lons, np.full(len(lons), lat))
+
+
+def meridian_arc(lat0, lat1):
+    return GEOD.inv(0.0, lat0, 0.0, lat1)[2]
+
+
+def expected_band_distances(lon0, lon1, lat0, lat1, shift):
+    """Hausdorff and mean boundary distance between a band and the same band moved north by
+    ``shift`` degrees, on the ellipsoid.
+
+    A point of a parallel edge is nearest to the other band's parallel edge straight north or
+    south (meridians cross parallels at right angles), at the meridian arc between the two
+    latitudes; the meridian sides overlap except for a ``shift`` long bit at one end of each,
+    where the distance grows from 0 to that arc (integral arc² / 2). Near the corners of the
+    edges inside the other band the other band's side is nearer than its edge, which takes off
+    the same arc² / 2 each (exactly in the plane; here to a part in 10⁸): the two cancel. The
+    largest distance is the arc at the higher (longer) latitude.
+    """
+    top, bottom = meridian_arc(lat1, lat1 + shift), meridian_arc(lat0, lat0 + shift)
+    edges = {lat: parallel_length(lon0, lon1, lat)
+             for lat in (lat0, lat0 + shift, lat1, lat1 + shift)}
+    integral = (top * (edges[lat1] + edges[lat1 + shift])
+                + bottom * (edges[lat0] + edges[lat0 + shift]))
+    sides = 2 * meridian_arc(lat0, lat1) + 2 * meridian_arc(lat0 + shift, lat1 + shift)
+    return max(top, bottom), integral / (sum(edges.values()) + sides)
+
+
+def distances(reference, predicted, crs=WGS84):
+    ref = zoned_layer(np.array([reference], dtype=object), crs)
+    pred = zoned_layer(np.array([predicted], dtype=object), crs)
+    return matched_distances_in_utm(ref, pred, [0], [0], 1.0)
+
+
+@pytest.mark.parametrize("shift", [0.01, 0.1])
+@pytest.mark.parametrize("lon0, lon1, lat0, lat1, method", [
+    (-60.0, 60.0, 10.0, 20.0, "Mercator lon_0=0, scale-corrected"),
+    (100.0, 250.0, -30.0, 20.0, "Mercator lon_0=175, scale-corrected"),
+    (-60.0, 60.0, 40.0, 50.0, "north polar stereographic, scale-corrected"),
+    (-170.0, 10.0, 60.0, 75.0, "north polar stereographic, scale-corrected"),
+    (0.0, 30.0, 81.0, 82.0, "north polar stereographic, scale-corrected"),
+    (-20.0, -10.0, -84.0, -82.0, "south polar stereographic, scale-corrected"),
+    (-80.0, -30.0, -55.0, -35.0, "south polar stereographic, scale-corrected"),
+])
+def test_wide_pairs_are_measured_in_metres_on_the_ellipsoid(lon0, lon1, lat0, lat1, method,
+                                                             shift):
+    """Bands 10° to 180° wide moved north by 1.1 km or 11 km: within 0.1 %."""
+    result = distances(band(lon0, lon1, lat0, lat1), band(lon0, lon1, lat0 + shift,
+                                                          lat1 + shift))
+    hausdorff, mean = expected_band_distances(lon0, lon1, lat0, lat1, shift)
+    assert result.distance_crs[0] == method
+    assert result.hausdorff_m[0] == pytest.approx(hausdorff, rel=1e-3)
+    assert result.mean_distance_m[0] == pytest.approx(mean, rel=1e-3)
+
+
+def test_fields_keep_the_utm_zone_of_the_reference():
+    field = shapely.box(15.0, 50.0, 15.01, 50.01)
+    result = distances(field, shapely.affinity.translate(field, 0.0001, 0.0))
+    assert result.distance_crs[0] == "EPSG:32633"
+    assert result.epsg[0] == 32633
+
+
+def test_a_pair_across_the_antimeridian_is_narrow_when_it_is():
+    """Longitudes 178..182 (the prepared source keeps them continuous) span 4°; 170..190
+    span 20°: the span is measured on the circle, not from -180 to 180."""
+    narrow = band(178.0, 182.0, 10.0, 11.0)
+    broad = band(170.0, 190.0, 10.0, 11.0)
+    extent = lonlat_extent(np.array([narrow, broad]), WGS84)
+    assert extent[:, 0] == pytest.approx([4.0, 20.0])
+    wide, proj4 = wide_pairs(np.array([narrow, broad]), WGS84, np.array([narrow, broad]),
+                             WGS84)
+    assert wide.tolist() == [False, True]
+    assert "+lon_0=180" in proj4[1] or "+lon_0=-180" in proj4[1]
+
+
+def test_wide_pairs_detected_from_a_projected_crs():
+    mercator = pyproj.CRS("EPSG:3857")
+    to = pyproj.Transformer.from_crs(WGS84, mercator, always_xy=True)
+    poly = shapely.transform(band(-10.0, 10.0, 0.0, 5.0), lambda xy: np.column_stack(
+        to.transform(xy[:, 0], xy[:, 1])))
+    wide, proj4 = wide_pairs(np.array([poly]), mercator, np.array([poly]), mercator)
+    assert wide.tolist() == [True]
+    assert proj4[0].startswith("+proj=merc +lon_0=0 ")
