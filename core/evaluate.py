@@ -113,6 +113,10 @@ class Evaluation:
             group when groups are given); candidates: those that may match (class rule too).
         ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
             regions a prediction may be ignored by (0 for none).
+        quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
+            per-reference quantities the summary metrics are sums of (compare.py resamples
+            them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
+            home reference field.
     """
 
     metrics: dict
@@ -125,6 +129,8 @@ class Evaluation:
     pairs: OverlapPairs | None = field(default=None, repr=False)
     candidates: OverlapPairs | None = field(default=None, repr=False)
     ignore_coverage: np.ndarray | None = field(default=None, repr=False)
+    quantities: np.ndarray | None = field(default=None, repr=False)
+    unassigned: np.ndarray | None = field(default=None, repr=False)
 
 
 @allocator.tuned
@@ -427,6 +433,7 @@ def evaluate(
     return Evaluation(
         metrics, parameters, ref, pred, per_reference, tables.predicted, warnings,
         pairs=pairs, candidates=candidates, ignore_coverage=coverage,
+        quantities=quantities, unassigned=unassigned,
     )
 
 

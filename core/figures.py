@@ -176,8 +176,10 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float]], 
             high = np.array([np.nan if b is None or b[1] is None else b[1] for b in bounds])
             has = np.isfinite(low) & np.isfinite(high) & np.isfinite(values)
             if has.any():
-                ax.errorbar(offset[has], values[has],
-                            yerr=[values[has] - low[has], high[has] - values[has]],
+                # Drawn from its own bounds: a percentile interval need not contain the
+                # value (the bar), so yerr relative to the bar could be negative.
+                ax.errorbar(offset[has], (low[has] + high[has]) / 2,
+                            yerr=(high[has] - low[has]) / 2,
                             fmt="none", ecolor="black", capsize=2.5, linewidth=0.9)
     ax.set_xticks(positions)
     ax.set_xticklabels([str(c) for c in categories], rotation=30 if len(categories) > 6 else 0,

@@ -248,12 +248,75 @@ def _metrics(
     """The metrics of prepared pairs (None or valid polygonal geometry, area > 0)."""
     has_a, has_b = area_a > 0, area_b > 0
     both = np.flatnonzero(has_a & has_b)
-    one = has_a != has_b
     n = len(a)
-
     inter = np.zeros(n)
+    inter[both] = intersection_area(a[both], b[both])
+    enclosing_area, rho2, c2 = np.zeros(n), np.zeros(n), np.ones(n)
+    if len(both):
+        enclosing_area[both], rho2[both], c2[both] = enclosing_measures(
+            a[both], b[both], enclosing, x_period
+        )
+    return metrics_from_measures(area_a, area_b, inter, enclosing_area, rho2, c2, zero_division)
+
+
+def enclosing_measures(a, b, enclosing: str = "convex_hull", x_period: float | None = None):
+    """What GIoU and DIoU need of pairs (a[k], b[k]) of polygonal geometries with area.
+
+    Args:
+        a, b: object arrays, shape (n,), in one planar or metric CRS.
+        enclosing, x_period: as for ``pair_metrics``.
+
+    Returns (enclosing_area, rho2, c2), float arrays (n,): the area of the enclosing shape C,
+    the squared distance between the centroids, and the squared diagonal of the smallest
+    axis-aligned box enclosing both.
+    """
+    if x_period is not None:
+        a, b = _side_by_side(a, b, x_period)
+    bounds_a, bounds_b = shapely.bounds(a), shapely.bounds(b)
+    low = np.minimum(bounds_a[:, :2], bounds_b[:, :2])
+    high = np.maximum(bounds_a[:, 2:], bounds_b[:, 2:])
+    if enclosing == "box":
+        enclosing_area = np.prod(high - low, axis=1)
+    else:
+        pairs = np.empty(2 * len(a), dtype=object)
+        pairs[0::2], pairs[1::2] = a, b
+        hulls = shapely.convex_hull(
+            shapely.geometrycollections(pairs, indices=np.repeat(np.arange(len(a)), 2))
+        )
+        enclosing_area = shapely.area(hulls)
+    centre_a = shapely.get_coordinates(shapely.centroid(a))
+    centre_b = shapely.get_coordinates(shapely.centroid(b))
+    rho2 = np.sum((centre_a - centre_b) ** 2, axis=1)
+    c2 = np.sum((high - low) ** 2, axis=1)
+    return enclosing_area, rho2, c2
+
+
+def metrics_from_measures(
+    area_a, area_b, intersection, enclosing_area, rho2, c2, zero_division: float = 0.0
+) -> PairMetrics:
+    """IoU, Dice, GIoU and DIoU of n pairs from their measures (float arrays, shape (n,)).
+
+    Args:
+        area_a, area_b: areas, >= 0 (0: no area on that side).
+        intersection: |a ∩ b|, clamped here to [0, min(area_a, area_b)].
+        enclosing_area: |C|, the enclosing shape's area (raised to the union if below it).
+        rho2: squared distance between the centroids of a and b.
+        c2: squared diagonal of the smallest axis-aligned box enclosing both.
+        zero_division: every metric where neither side has area.
+        (The last four are read only where both sides have area.)
+
+    Returns PairMetrics; ratios clamped and rounded by ``round_ratio``. The decisions for
+    pairs without area on one or both sides are the module docstring's.
+    Sources: as ``pair_metrics``.
+    """
+    area_a, area_b = np.asarray(area_a, dtype=float), np.asarray(area_b, dtype=float)
+    has_a, has_b = area_a > 0, area_b > 0
+    both = np.flatnonzero(has_a & has_b)
+    one = has_a != has_b
+    inter = np.zeros(len(area_a))
     inter[both] = np.clip(
-        intersection_area(a[both], b[both]), 0.0, np.minimum(area_a[both], area_b[both])
+        np.asarray(intersection, dtype=float)[both], 0.0,
+        np.minimum(area_a[both], area_b[both]),
     )
     union = area_a + area_b - inter
     iou = iou_from_areas(inter, area_a, area_b, zero_division)
@@ -262,34 +325,15 @@ def _metrics(
             union > 0, round_ratio(np.clip(2.0 * inter / (area_a + area_b), 0.0, 1.0)),
             zero_division,
         )
-
     giou = np.where(one, -1.0, zero_division)
     diou = np.where(one, -1.0, zero_division)
     if len(both):
-        ga, gb = a[both], b[both]
-        if x_period is not None:
-            ga, gb = _side_by_side(ga, gb, x_period)
         exact_iou = np.clip(inter[both] / union[both], 0.0, 1.0)
-        bounds_a, bounds_b = shapely.bounds(ga), shapely.bounds(gb)
-        low = np.minimum(bounds_a[:, :2], bounds_b[:, :2])
-        high = np.maximum(bounds_a[:, 2:], bounds_b[:, 2:])
-        if enclosing == "box":
-            enclosing_area = np.prod(high - low, axis=1)
-        else:
-            pairs = np.empty(2 * len(both), dtype=object)
-            pairs[0::2], pairs[1::2] = ga, gb
-            hulls = shapely.convex_hull(
-                shapely.geometrycollections(pairs, indices=np.repeat(np.arange(len(both)), 2))
-            )
-            enclosing_area = shapely.area(hulls)
-        enclosing_area = np.maximum(enclosing_area, union[both])
+        enclosing = np.maximum(np.asarray(enclosing_area, dtype=float)[both], union[both])
         giou[both] = round_ratio(
-            np.clip(exact_iou - (enclosing_area - union[both]) / enclosing_area, -1.0, 1.0)
+            np.clip(exact_iou - (enclosing - union[both]) / enclosing, -1.0, 1.0)
         )
-        centre_a = shapely.get_coordinates(shapely.centroid(ga))
-        centre_b = shapely.get_coordinates(shapely.centroid(gb))
-        rho2 = np.sum((centre_a - centre_b) ** 2, axis=1)
-        c2 = np.sum((high - low) ** 2, axis=1)
+        rho2, c2 = np.asarray(rho2, dtype=float)[both], np.asarray(c2, dtype=float)[both]
         diou[both] = round_ratio(np.clip(exact_iou - rho2 / c2, -1.0, 1.0))
     return PairMetrics(area_a, area_b, inter, union, iou, dice, giou, diou)
 
@@ -349,20 +393,31 @@ def _footprint(value, crs, equal_area_crs, name: str):
     """One side of ``spatial_pair_metrics``: (dissolved geometry in the equal-area CRS or
     None, the PreparedLayer it came from)."""
     layer = prepare_layer(_as_sequence(value), crs, equal_area_crs, name)
-    if layer.n == 0:
-        return None, layer
-    if layer.n == 1:
-        return layer.geometries[0], layer
+    return dissolve(layer.geometries, name), layer
+
+
+def dissolve(geoms: np.ndarray, name: str = "layer"):
+    """The union of prepared polygonal geometries (valid, as ``prepare_layer`` leaves them).
+
+    ``geoms``: object array, shape (n,). Returns one geometry, or None when ``geoms`` is
+    empty or GEOS cannot overlay them even on a precision grid of 1e-12 of their largest
+    coordinate (logged naming ``name``: the footprint then scores no area, as the spatial IoU
+    guide scores an overlay that fails).
+    """
+    if len(geoms) == 0:
+        return None
+    if len(geoms) == 1:
+        return geoms[0]
     try:
-        return shapely.union_all(layer.geometries), layer
+        return shapely.union_all(geoms)
     except shapely.errors.GEOSException:
         pass
     try:
-        grid = _dissolve_grid(layer.geometries)
-        return shapely.union_all(layer.geometries, grid_size=grid), layer
+        grid = _dissolve_grid(geoms)
+        return shapely.union_all(geoms, grid_size=grid)
     except shapely.errors.GEOSException as exc:
         logger.warning("the %s footprint could not be dissolved and scores no area: %s", name, exc)
-        return None, layer
+        return None
 
 
 def _dissolve_grid(geoms: np.ndarray) -> float:

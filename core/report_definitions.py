@@ -234,6 +234,19 @@ _ROWS = (
      "geometries (an answer of nothing where nothing exists).", "", GROUNDSET),
     ("count_groups", "Group values found in either layer (rows without a group value are "
      "not a group).", "", GROUNDSET),
+    # --- study area (STUDY_AREA; issue 13) ------------------------------------------------
+    ("study_area_rule", "How the study area selected the rows of both layers alike: "
+     "intersects (shares a point with it), centroid_within (centroid inside or on the "
+     "outline), clip (cut to it; rows without area inside left out).", "",
+     "agribound aoi_selection (seeds/agribound_evaluation.txt, 'In the pipeline')"),
+    ("count_reference_outside_study_area", "Reference rows the study area left out.", "",
+     PLUGIN),
+    ("count_predicted_outside_study_area", "Predicted rows the study area left out.", "",
+     PLUGIN),
+    ("count_reference_clipped", "Reference rows cut at the study area's outline (clip).",
+     "", PLUGIN),
+    ("count_predicted_clipped", "Predicted rows cut at the study area's outline (clip).",
+     "", PLUGIN),
     # --- the rest of the report -----------------------------------------------------------
     ("worst_reference_fields", "The 12 reference fields with the lowest best IoU (ties: "
      "larger first): id, best IoU, area, predictions overlapping.", "", PLUGIN),

@@ -9,23 +9,19 @@ from pathlib import Path
 
 from qgis.core import (
     QgsCoordinateTransform,
-    QgsProcessingParameterEnum,
     QgsProcessingParameterFile,
-    QgsProcessingParameterString,
     QgsField,
     QgsProcessingException,
     QgsProcessingOutputNumber,
-    QgsProcessingParameterCrs,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
-    QgsProcessingParameterNumber,
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core import EvaluationCanceled, Progress, evaluate
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core import EvaluationCanceled, evaluate
+from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
@@ -38,12 +34,25 @@ from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
 from .csvt import csv_path, write_csvt
 from .geopackage import direct_location
 from .layers import (
-    crs_for_pyproj,
     feature_batches,
     forward_core_log,
     layer_crs_definition,
     read_source,
 )
+from . import parameter_help
+from .parameters import (
+    add_missing_help,
+    bootstrap_parameters,
+    boundary_parameters,
+    equal_area_crs_parameter,
+    equal_area_crs_value,
+    iou_threshold_parameter,
+    matching_parameter,
+    size_bins_parameter,
+    strata_field_parameter,
+)
+from .progress import FeedbackProgress as _FeedbackProgress
+from .study_area import apply_study_area, study_area_error, study_area_parameters
 from .outputs import (
     FALSE_NEGATIVES,
     FALSE_POSITIVES,
@@ -65,12 +74,6 @@ from .validation import (
 from .reporting import input_description, plain_parameters, provenance, same_layer_warning
 from .styles import StylePostProcessor, store_style_in_file, style_path
 from .wkb import CURVE_SEGMENT_ANGLE
-
-MATCHING_LABELS = (
-    "One-to-one, greedy by descending IoU (default)",
-    "Many-to-one (each reference takes its best prediction)",
-    "Optimal one-to-one (most matches, then largest total IoU)",
-)
 
 HELP = """
 <p>Matches predicted polygons to reference polygons by intersection over union (IoU) and
@@ -99,6 +102,10 @@ distance ≤ t (coverage within tolerance, also area-weighted).</p>
 <p>With a <b>score field</b>, COCO-style average precision: AP averaged over IoU thresholds
 0.50:0.05:0.95, AP50, AP75 and AR (101-point interpolated precision), per class too, and a
 precision-recall curve in the HTML report.</p>
+<p><b>Study area</b> (optional polygon layer, dissolved): the same rule selects the rows of
+both layers, so a field crossing the outline is kept or dropped on both sides alike:
+intersects (default), centroid within, or clip (rows cut at the outline, areas measured
+inside). The report counts the rows left out on each side.</p>
 <p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
 IoU of any prediction that may match it reaches the threshold (column spatial_match of the
 per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
@@ -116,6 +123,10 @@ evaluation.</p>
 class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     NAME = "evaluatepolygons"
     DISPLAY_NAME = "Evaluate polygons (IoU matching)"
+    SHORT_HELP = (
+        "Matches predicted to reference polygons by IoU: precision, recall, F1, TP/FP/FN "
+        "layers, reports."
+    )
     HELP = HELP
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
@@ -185,73 +196,14 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 optional=True,
             )
         )
-        self.addParameter(
-            QgsProcessingParameterNumber(
-                self.IOU_THRESHOLD,
-                self.tr("IoU threshold for a match, in (0, 1]"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=0.5,
-                minValue=0.0,
-                maxValue=1.0,
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterCrs(
-                self.EQUAL_AREA_CRS,
-                self.tr("Equal-area CRS for areas and IoU (metres)"),
-                defaultValue=DEFAULT_EQUAL_AREA_CRS,
-                # Optional only so that an omitted value falls back to the default: 3.22
-                # rejects a missing CRS value even when the parameter has a default.
-                optional=True,
-            )
-        )
+        self.addParameter(iou_threshold_parameter(self.tr))
+        self.addParameter(equal_area_crs_parameter(self.tr))
         advanced = [
-            QgsProcessingParameterEnum(
-                self.MATCHING,
-                self.tr("Matching rule"),
-                options=[self.tr(label) for label in MATCHING_LABELS],
-                defaultValue=0,
-            ),
-            QgsProcessingParameterField(
-                self.STRATA_FIELD,
-                self.tr("Strata field of the reference layer (metrics per stratum)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            ),
-            QgsProcessingParameterString(
-                self.SIZE_BINS,
-                self.tr("Size classes in ha: empty = off, 'auto', or edges such as 0,0.5,1,2,5,inf"),
-                defaultValue="",
-                optional=True,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOUNDARY_TOLERANCE,
-                self.tr("Boundary tolerance in m for boundary precision/recall (0 = off)"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=0.0,
-                minValue=0.0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOUNDARY_SAMPLE_SPACING,
-                self.tr("Boundary sample spacing Δ in m (0 = automatic: perimeter / 1000, ≥ 1 m)"),
-                QgsProcessingParameterNumber.Double,
-                defaultValue=1.0,
-                minValue=0.0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOOTSTRAP,
-                self.tr("Bootstrap resamples for 95 % intervals (0 = off)"),
-                QgsProcessingParameterNumber.Integer,
-                defaultValue=0,
-                minValue=0,
-            ),
-            QgsProcessingParameterNumber(
-                self.BOOTSTRAP_SEED,
-                self.tr("Bootstrap seed"),
-                QgsProcessingParameterNumber.Integer,
-                defaultValue=42,
-                minValue=0,
-            ),
+            matching_parameter(self.tr),
+            strata_field_parameter(self.tr),
+            size_bins_parameter(self.tr),
+            *boundary_parameters(self.tr),
+            *bootstrap_parameters(self.tr),
             QgsProcessingParameterField(
                 self.SCORE_FIELD,
                 self.tr("Score field of the predicted layer (confidence: adds COCO-style AP)"),
@@ -299,6 +251,8 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         for parameter in advanced:
             parameter.setFlags(parameter.flags() | ADVANCED)
             self.addParameter(parameter)
+        for parameter in study_area_parameters(self.tr):
+            self.addParameter(parameter)
         for name, label in (
             (self.TRUE_POSITIVES, "True positives (matched predictions)"),
             (self.FALSE_POSITIVES, "False positives (unmatched predictions)"),
@@ -338,6 +292,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         for name, (_, label) in self.NUMERIC_OUTPUTS.items():
             self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        add_missing_help(self, parameter_help.EVALUATE_POLYGONS)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         # Before QGIS's own checks, whose messages do not say what is wrong.
@@ -383,7 +338,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             field = sources[self.PREDICTED].fields().at(fields[self.SCORE_FIELD][1])
             if not field.isNumeric():
                 return False, self.tr(f"SCORE_FIELD: {field.name()} is not a numeric field")
-        error = same_destination_error(parameters, self.DESTINATIONS) or next(
+        error = study_area_error(self, parameters, context) or same_destination_error(
+            parameters, self.DESTINATIONS
+        ) or next(
             filter(None, (unwritable_destination_error(parameters, n) for n in self.DESTINATIONS)),
             None,
         )
@@ -461,8 +418,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
     def _equal_area_crs(self, parameters, context):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
-        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
-        return crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
+        return equal_area_crs_value(self, parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
@@ -533,6 +489,15 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 features.crs_wkt = other.crs_wkt
         html_requested = _requested(parameters, self.REPORT_HTML)
 
+        try:
+            predicted, reference, study_area = apply_study_area(
+                self, parameters, context, feedback, predicted, reference
+            )
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        if predicted is None:
+            return {}
+
         def column(features, name):
             if name not in fields:
                 return None
@@ -565,6 +530,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             raise QgsProcessingException(str(exc)) from exc
 
         metrics = evaluation.metrics
+        metrics.update(study_area)
         feedback.pushInfo(
             f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
             f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
@@ -630,21 +596,6 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             results[name] = metrics[key]
         feedback.setProgress(100)
         return results
-
-
-class _FeedbackProgress(Progress):
-    """Forwards core progress (0-100) into a slice of the algorithm's progress bar."""
-
-    def __init__(self, feedback, start, end):
-        self.feedback, self.start, self.end = feedback, start, end
-
-    def report(self, percent, message=""):
-        if message:
-            self.feedback.setProgressText(message)
-        self.feedback.setProgress(self.start + (self.end - self.start) * percent / 100.0)
-
-    def is_canceled(self):
-        return self.feedback.isCanceled()
 
 
 class _OutputWriter:

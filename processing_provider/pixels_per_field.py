@@ -19,7 +19,9 @@ from qgis.PyQt.QtCore import QVariant
 
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pixels import pixels_per_field
+from . import parameter_help
 from .base import IoUEvaluationAlgorithm
+from .parameters import add_missing_help
 from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .validation import polygon_source_error
 from .layers import (
@@ -44,6 +46,7 @@ pixels_per_field.</p>
 class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
     NAME = "pixelsperfield"
     DISPLAY_NAME = "Pixels per field"
+    SHORT_HELP = "Adds area / GSD² to each polygon: how many pixels of a sensor it spans."
     HELP = HELP
     INPUT = "INPUT"
     GSD = "GSD"
@@ -84,6 +87,7 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
                 self.OUTPUT, self.tr("Reference with pixels per field"), VECTOR_POLYGON
             )
         )
+        add_missing_help(self, parameter_help.PIXELS_PER_FIELD)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)

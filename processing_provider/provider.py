@@ -5,12 +5,16 @@ from pathlib import Path
 from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
+from .check_thresholds import CheckThresholdsAlgorithm
 from .classmap_iou import ClassMapIoUAlgorithm
+from .compare_predictions import ComparePredictionsAlgorithm
 from .evaluate_polygons import EvaluatePolygonsAlgorithm
 from .metadata import plugin_version
+from .overlap_pairs import OverlapPairsAlgorithm
 from .parse_model_output import ParseModelOutputAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
 from .raster_iou import RasterIoUAlgorithm
+from .spatial_iou import SpatialIoUAlgorithm
 from .spatial_match import SpatialMatchAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
@@ -38,6 +42,10 @@ class IoUEvaluationProvider(QgsProcessingProvider):
     def loadAlgorithms(self):  # noqa: N802
         self.addAlgorithm(EvaluatePolygonsAlgorithm())
         self.addAlgorithm(PixelsPerFieldAlgorithm())
+        self.addAlgorithm(SpatialIoUAlgorithm())
+        self.addAlgorithm(OverlapPairsAlgorithm())
+        self.addAlgorithm(CheckThresholdsAlgorithm())
+        self.addAlgorithm(ComparePredictionsAlgorithm())
         self.addAlgorithm(ParseModelOutputAlgorithm())
         self.addAlgorithm(SpatialMatchAlgorithm())
         self.addAlgorithm(RasterIoUAlgorithm())

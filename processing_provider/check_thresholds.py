@@ -1,0 +1,169 @@
+"""Processing algorithm ioueval:checkthresholds: conditions on a JSON report that fail the run
+when one does not hold (a release gate in a model or a qgis_process batch file); an adapter
+over core.thresholds."""
+
+from __future__ import annotations
+
+import json
+
+from qgis.core import (
+    QgsFeature,
+    QgsField,
+    QgsFields,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterBoolean,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterString,
+)
+from qgis.PyQt.QtCore import QVariant
+
+from ..core.thresholds import check_conditions, failure_message, parse_conditions
+from .base import IoUEvaluationAlgorithm
+from .compat import FAST_INSERT, NO_GEOMETRY
+from .parameters import advanced, table_sink, with_help
+
+HELP = """
+<p>Checks conditions on a JSON report of any IoU Evaluation algorithm and <b>fails the run</b>
+(an error in a model, a non-zero exit code in <code>qgis_process</code>) when one does not
+hold, with a message listing every failed condition and its value. When all hold, it passes
+quietly with a table of the conditions, values and results: a model's release gate, or a
+nightly regression check in a batch file.</p>
+<p>Conditions are separated by <code>;</code> or new lines, each <i>key operator number</i>
+with operators <code>&gt;= &gt; &lt;= &lt; == !=</code>, for example
+<code>f1 &gt;= 0.80; iou_p10 &gt;= 0.5; per_size_class.*.recall &gt;= 0.6</code>.</p>
+<ul>
+<li>Keys are looked up in the report's <code>metrics</code> first, then from the top
+(<code>parameters.iou_threshold == 0.5</code> works too); nested keys are joined with dots.</li>
+<li><code>*</code> stands for every key at its level: <code>per_size_class.*.recall</code>
+checks every size class. A key with dots (the size class 0.5-1) can be quoted:
+<code>per_size_class."0.5-1".recall</code>; a number indexes a list
+(<code>bootstrap.ci.f1.0</code>, the lower bound of F1's interval).</li>
+<li>Comparisons allow a relative tolerance of 1e-9 (as the IoU threshold does). A value that
+is null in the report (an undefined metric) fails its condition.</li>
+</ul>
+<p>A condition that cannot be read, or a key the report does not have, stops the run with a
+message naming it (and the keys that are there).</p>
+"""
+
+
+class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
+    NAME = "checkthresholds"
+    DISPLAY_NAME = "Check release thresholds"
+    SHORT_HELP = "Fails the run when a JSON report misses a condition such as f1 >= 0.8."
+    GROUP = "Reports"
+    GROUP_ID = "reports"
+    HELP = HELP
+    REPORT = "REPORT"
+    CONDITIONS = "CONDITIONS"
+    FAIL_RUN = "FAIL_RUN"
+    OUTPUT = "OUTPUT"
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.addParameter(
+            with_help(
+                QgsProcessingParameterFile(
+                    self.REPORT, self.tr("JSON report"), extension="json"
+                ),
+                self.tr("A REPORT_JSON written by an IoU Evaluation algorithm (any JSON "
+                        "object works)."),
+            )
+        )
+        self.addParameter(
+            with_help(
+                QgsProcessingParameterString(
+                    self.CONDITIONS,
+                    self.tr("Conditions (e.g. f1 >= 0.80; per_size_class.*.recall >= 0.6)"),
+                    multiLine=True,
+                ),
+                self.tr("key operator number, separated by ';' or new lines; operators >= > "
+                        "<= < == !=; '*' for every key at a level."),
+            )
+        )
+        self.addParameter(
+            advanced(
+                with_help(
+                    QgsProcessingParameterBoolean(
+                        self.FAIL_RUN, self.tr("Fail the run when a condition fails"),
+                        defaultValue=True,
+                    ),
+                    self.tr("Off: the run passes and FAILED_COUNT says how many failed."),
+                )
+            )
+        )
+        self.addParameter(
+            table_sink(
+                self.OUTPUT, "Threshold checks", self.tr,
+                "One row per value checked: condition, key, operator, threshold, value, "
+                "passed.",
+                optional=True,
+            )
+        )
+        self.addOutput(QgsProcessingOutputNumber("FAILED_COUNT", self.tr("Failed checks")))
+        self.addOutput(QgsProcessingOutputNumber("CHECK_COUNT", self.tr("Values checked")))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        try:
+            parse_conditions(self.parameterAsString(parameters, self.CONDITIONS, context))
+        except ValueError as exc:
+            return False, f"CONDITIONS: {exc}"
+        return True, ""
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        path = self.parameterAsFile(parameters, self.REPORT, context)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                report = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise QgsProcessingException(f"REPORT: cannot read {path} as JSON: {exc}") from None
+        try:
+            results = check_conditions(
+                report, self.parameterAsString(parameters, self.CONDITIONS, context)
+            )
+        except ValueError as exc:
+            raise QgsProcessingException(f"CONDITIONS: {exc}") from None
+        outputs = self._write_table(parameters, context, results)
+        failed = sum(not r.passed for r in results)
+        for r in results:
+            feedback.pushInfo(
+                f"{'pass' if r.passed else 'FAIL'}  {r.path} = {r.value} "
+                f"({r.operator} {r.threshold:g})"
+            )
+        if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
+            raise QgsProcessingException(failure_message(results))
+        if failed:
+            feedback.pushWarning(failure_message(results))
+        feedback.setProgress(100)
+        return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results)}
+
+    def _write_table(self, parameters, context, results) -> dict:
+        if parameters.get(self.OUTPUT) in (None, ""):
+            return {}
+        fields = QgsFields()
+        for name, kind in (
+            ("condition", QVariant.String),
+            ("key", QVariant.String),
+            ("operator", QVariant.String),
+            ("threshold", QVariant.Double),
+            ("value", QVariant.Double),
+            ("passed", QVariant.Bool),
+        ):
+            fields.append(QgsField(name, kind))
+        sink, dest_id = self.parameterAsSink(
+            parameters, self.OUTPUT, context, fields, NO_GEOMETRY
+        )
+        if sink is None:
+            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
+        features = []
+        for r in results:
+            feature = QgsFeature()
+            feature.setAttributes(
+                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed)]
+            )
+            features.append(feature)
+        if not sink.addFeatures(features, FAST_INSERT):
+            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
+        return {self.OUTPUT: dest_id}

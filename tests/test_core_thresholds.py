@@ -1,0 +1,134 @@
+"""core.thresholds: parsing conditions and checking them against a report."""
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from iou_evaluation.core.thresholds import (
+    WILDCARD,
+    check_conditions,
+    failure_message,
+    parse_conditions,
+)
+
+REPORT = {
+    "metrics": {
+        "f1": 0.85,
+        "recall": 0.7999999999999999,  # 0.8 in decimal arithmetic
+        "iou_p10": 0.42,
+        "iou_mean": None,  # NaN written as null
+        "per_size_class": {
+            "0-0.5": {"n": 3, "recall": 0.5},
+            "0.5-1": {"n": 10, "recall": 0.9},
+        },
+        "bootstrap": {"ci": {"f1": [0.81, 0.88]}},
+        "matching": "one_to_one",
+    },
+    "parameters": {"iou_threshold": 0.5},
+}
+
+
+def test_parsing_splits_on_semicolons_and_newlines():
+    conditions = parse_conditions("f1 >= 0.80; iou_p10>=0.5\n per_size_class.*.recall >= 0.6;")
+    assert [c.path for c in conditions] == [
+        ("f1",), ("iou_p10",), ("per_size_class", WILDCARD, "recall")
+    ]
+    assert [c.operator for c in conditions] == [">=", ">=", ">="]
+    assert [c.threshold for c in conditions] == [0.8, 0.5, 0.6]
+
+
+def test_every_operator():
+    results = check_conditions(
+        REPORT, "f1 > 0.8; f1 < 0.9; f1 <= 0.85; f1 == 0.85; f1 != 0.5; f1 > 0.85"
+    )
+    assert [r.passed for r in results] == [True, True, True, True, True, False]
+
+
+def test_the_issues_example_with_a_wildcard():
+    results = check_conditions(
+        REPORT, "f1 >= 0.80; iou_p10 >= 0.5; per_size_class.*.recall >= 0.6"
+    )
+    assert [(r.path, r.value, r.passed) for r in results] == [
+        ("f1", 0.85, True),
+        ("iou_p10", 0.42, False),
+        ("per_size_class.0-0.5.recall", 0.5, False),
+        ("per_size_class.0.5-1.recall", 0.9, True),
+    ]
+    message = failure_message(results)
+    assert message.startswith("2 of 4 threshold checks failed")
+    assert "iou_p10 = 0.42, needs >= 0.5" in message
+    assert "per_size_class.0-0.5.recall = 0.5, needs >= 0.6" in message
+    assert "0.5-1" not in message
+
+
+def test_a_value_a_rounding_error_below_the_threshold_passes():
+    (result,) = check_conditions(REPORT, "recall >= 0.8")
+    assert result.passed
+
+
+def test_keys_with_dots_quoted_or_plain_lists_and_top_level_keys():
+    results = check_conditions(
+        REPORT,
+        'per_size_class."0.5-1".recall == 0.9; per_size_class.0.5-1.n == 10; '
+        "bootstrap.ci.f1.0 >= 0.8; metrics.f1 >= 0.8; parameters.iou_threshold == 0.5",
+    )
+    assert [r.value for r in results] == [0.9, 10, 0.81, 0.85, 0.5]
+    assert all(r.passed for r in results)
+
+
+def test_a_null_value_fails_and_says_so():
+    (result,) = check_conditions(REPORT, "iou_mean >= 0.5")
+    assert result.value is None and not result.passed
+    assert "iou_mean = null (undefined)" in failure_message([result])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("f1 0.8", "no comparison operator"),
+        ("f1 = 0.8", "'=' is not an operator"),
+        ("f1 >= high", "'high' after >= is not a number"),
+        (">= 0.8", "no key before >="),
+        ("f1 >= nan", "NaN"),
+        ("per size >= 1", "unexpected 's'"),
+        ('"f1 >= 1', "no comparison operator"),
+        ("", "no condition given"),
+        ("a..b >= 1", "a key name was expected"),
+    ],
+)
+def test_bad_conditions_are_named(text, message):
+    with pytest.raises(ValueError, match=message):
+        check_conditions(REPORT, text)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("f2 >= 0.8",
+         "no key 'f2' in the report's metrics \\(f1, recall.*top level \\(metrics, parameters"),
+        ("per_size_class.*.precision >= 0.8", "no key 'precision' in per_size_class.0-0.5"),
+        ("matching >= 1", "matching is text .*not a number"),
+        ("per_size_class >= 1", "is an object, not a number"),
+        ("bootstrap.ci.f1.5 >= 1", "not an index"),
+        ("f1.x >= 1", "f1 is float, it has no key 'x'"),
+    ],
+)
+def test_missing_keys_and_non_numbers_are_named(text, message):
+    with pytest.raises(ValueError, match=message):
+        check_conditions(REPORT, text)
+
+
+def test_a_wildcard_that_matches_nothing_is_an_error():
+    with pytest.raises(ValueError, match="matches no value"):
+        check_conditions({"metrics": {"per_class": {}}}, "per_class.*.f1 >= 0.5")
+
+
+@given(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6))
+def test_opposite_operators_never_both_pass(value, threshold):
+    report = {"metrics": {"x": value}}
+    text = f"x >= {threshold!r}; x < {threshold!r}; x == {threshold!r}; x != {threshold!r}"
+    ge, lt, eq, ne = (r.passed for r in check_conditions(report, text))
+    assert ge != lt and eq != ne
+    assert json.dumps(report)  # plain JSON values
