@@ -79,6 +79,19 @@ def test_a_run_with_a_crs_keeps_metres_and_hectares(ioueval_provider):
     assert "m across" in _figure_svg(html, "fig-worst-fields")
 
 
+def test_printing_keeps_subheadings_with_their_figures(ioueval_provider):
+    # printed, "By stratum" and "The 12 worst reference fields" ended a page without their
+    # figure: h3 headings must not be followed by a break, figures not be cut
+    reference = polygon_layer("EPSG:32613", [square_wkt(500000, 0, 100)], "ref")
+    _, html = _page({"PREDICTED": reference, "REFERENCE": reference})
+    print_css = re.search(r"@media print \{(.*?)\n  \}", html, re.S).group(1)
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", print_css))
+    after = next(v for k, v in rules.items() if "h3" in k)
+    assert "break-after: avoid" in after
+    inside = next(v for k, v in rules.items() if "figure" in k)
+    assert "break-inside: avoid" in inside
+
+
 def test_the_summary_of_an_empty_predicted_layer_claims_no_mean_iou(ioueval_provider):
     reference = polygon_layer("EPSG:32613", [square_wkt(0, 0, 100), square_wkt(200, 0, 100)],
                               "ref")
