@@ -56,6 +56,7 @@ from .validation import (
     destination_path,
     is_data_source_uri,
     missing_field_error,
+    missing_package_error,
     threshold_error,
     polygon_source_error,
     same_destination_error,
@@ -388,7 +389,19 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         if error:
             return False, error
-        return True, ""
+        error = self._missing_package_error(parameters, context)
+        return (False, error) if error else (True, "")
+
+    def _missing_package_error(self, parameters, context):
+        """The optional packages this run needs: jinja2 and matplotlib for the HTML report,
+        scipy for optimal matching."""
+        if _requested(parameters, self.REPORT_HTML):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
+            if error:
+                return error
+        if MATCHING_METHODS[self.parameterAsEnum(parameters, self.MATCHING, context)] == "optimal":
+            return missing_package_error(self.MATCHING, ("scipy",))
+        return None
 
     def _missing_field_error(self, parameters, context):
         """The message for the first field parameter naming a field its layer lacks."""

@@ -6,6 +6,8 @@ import os
 
 from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
 
+from ..plugin.dependencies import DEPENDENCIES, dependency_problems
+
 #: Destination values that are not files (memory layers, temporary files QGIS chooses).
 _NOT_FILES = ("TEMPORARY_OUTPUT", "memory:")
 
@@ -89,3 +91,15 @@ def unwritable_destination_error(parameters: dict, name: str) -> str | None:
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         return f"{name}: {path} cannot be written"
     return None
+
+
+def missing_package_error(name: str, modules, import_module=None) -> str | None:
+    """A message when a package that parameter ``name`` needs (``modules``, import names of
+    plugin.dependencies.DEPENDENCIES such as "matplotlib") is missing or too old: which one,
+    and how to install it. None when all are there. Checked before any work, so a run that
+    asks for an HTML report without matplotlib stops at once, not with a traceback at the end.
+    """
+    wanted = [d for d in DEPENDENCIES if d.module in modules]
+    kwargs = {"import_module": import_module} if import_module else {}
+    problems = dependency_problems(wanted, **kwargs)
+    return f"{name}: {problems[0].message}" if problems else None
