@@ -77,6 +77,9 @@ def test_a_run_with_a_crs_keeps_metres_and_hectares(ioueval_provider):
     assert "Areas in EPSG:6933" in text and "Area (ha)" in text and "Distance (m)" in text
     assert "UTM zone" in text
     assert "m across" in _figure_svg(html, "fig-worst-fields")
+    # Debian's qgis_process wrapper fails on 3.22 ("Command --noversioncheck not known!")
+    reproduce = _text(html[html.index('id="reproduce"'):])
+    assert "qgis_process.bin" in reproduce and "plugins enable iou_evaluation" in reproduce
 
 
 def test_printing_keeps_subheadings_with_their_figures(ioueval_provider):
