@@ -55,6 +55,7 @@ from .outputs import (
 from .validation import (
     destination_path,
     is_data_source_uri,
+    layer_label,
     missing_field_error,
     missing_package_error,
     threshold_error,
@@ -421,7 +422,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 field_name = self.parameterAsString(parameters, name, context)
                 if source.fields().lookupField(field_name) < 0:
                     return missing_field_error(
-                        name, field_name, source, layer.name() if layer is not None else ""
+                        name, field_name, source, layer_label(layer), input_name=layer_name
                     )
         return None
 
@@ -438,7 +439,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 continue
             index = source.fields().lookupField(field_name)
             if index < 0:
-                raise ValueError(missing_field_error(name, field_name, source))
+                raise ValueError(missing_field_error(
+                    name, field_name, source,
+                    input_name=self.REFERENCE if name in self.REFERENCE_FIELDS else self.PREDICTED,
+                ))
             fields[name] = (field_name, index)
         return fields
 

@@ -1,10 +1,13 @@
-"""An optional package missing when the run needs it: the run stops before any work with a
-message naming the package and the command that installs it (not a traceback at the end)."""
+"""Checks before any work, as a first-time user meets them: an optional package missing when
+the run needs it stops the run with a message naming the package and the command that
+installs it (not a traceback at the end); an unknown field names the input and, for one layer
+of a GeoPackage, the layer inside the file."""
 
 import sys
 
 import pytest
 from qgis.core import QgsApplication, QgsProcessingContext, QgsProject
+from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
 from test_provider import ALGORITHM, polygon_layer, square_wkt
 
 
@@ -53,3 +56,19 @@ def test_spatial_match_html_report_without_matplotlib_is_refused(ioueval_provide
         "INPUT": str(table), "ANSWER_FIELD": "answer", "EXPECTED_FIELD": "expected",
         "REPORT_HTML": str(tmp_path / "m.html")})
     assert not ok and "package matplotlib is not installed" in message
+
+
+def test_an_unknown_field_names_the_input_and_the_layer_inside_the_geopackage(ioueval_provider):
+    # both inputs of the sample are layers of csb_fields.gpkg: "the layer 'csb_fields'" did
+    # not say which
+    ok, message = _check(ALGORITHM, {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE,
+                                     "REFERENCE_ID_FIELD": "CSB_ID"})
+    assert not ok
+    assert message.startswith("REFERENCE_ID_FIELD: the REFERENCE layer "
+                              "'csb_fields|layername=csb_2016_2023' has no field 'CSB_ID'")
+    assert "CSBID" in message
+    ok, message = _check(ALGORITHM, {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE,
+                                     "PREDICTED_CLASS_FIELD": "crop",
+                                     "REFERENCE_CLASS_FIELD": "CNTY"})
+    assert not ok
+    assert "the PREDICTED layer 'csb_fields|layername=csb_2017_2024' has no field 'crop'" in message
