@@ -210,7 +210,7 @@ def polygon_panels(panels: Sequence[Mapping], *, ncols: int = 4, panel_in: float
 
     n = max(len(panels), 1)
     nrows = math.ceil(n / ncols)
-    figure, axes = new_figure(panel_in * ncols, (panel_in + 0.35) * nrows, nrows, ncols)
+    figure, axes = new_figure(panel_in * ncols, (panel_in + 0.5) * nrows, nrows, ncols)
     axes = np.atleast_1d(axes).ravel()
     for ax in axes[len(panels):]:
         ax.set_axis_off()

@@ -86,20 +86,23 @@ def render_evaluation_html(report: dict, evaluation: Evaluation) -> str:
     Raises KeyError when the report lacks a key the page shows.
     """
     metrics = report["metrics"]
+    units = report_units(metrics)
     sections = [
         Section("headline", "Headline", "evaluatepolygons/headline.html.j2",
                 {"cards": HEADLINE, "ci": (metrics.get("bootstrap") or {}).get("ci", {})},
                 lead=True),
         Section("iou", "IoU", "evaluatepolygons/iou.html.j2", _iou_context(metrics, evaluation)),
         Section("failures", "Where it fails", "evaluatepolygons/failures.html.j2",
-                _failure_context(report, evaluation)),
+                _failure_context(report, evaluation, units)),
         Section("boundaries", "Boundaries", "evaluatepolygons/boundaries.html.j2",
-                _boundary_context(metrics, evaluation)),
+                _boundary_context(metrics, evaluation, units)),
     ]
     if metrics.get("average_precision"):
         sections.append(Section("average-precision", "Average precision",
                                 "evaluatepolygons/average_precision.html.j2",
                                 _average_precision_context(metrics["average_precision"])))
+    for section in sections:
+        section.context["units"] = units
     return render_report(
         report,
         title=TITLE,
@@ -109,6 +112,31 @@ def render_evaluation_html(report: dict, evaluation: Evaluation) -> str:
         definitions=DEFINITIONS,
         summary_template="evaluatepolygons/summary.html.j2",
     )
+
+
+def report_units(metrics: dict) -> dict:
+    """The units the page names: metres, m² and ha with a CRS; with both layers without one
+    (``equal_area_crs`` "none (planar units)", e.g. pixels) the layers' own planar units,
+    "units²" for areas and "10⁴ units²" where the JSON key says ha (it is Σ area / 10⁴)."""
+    if str(metrics.get("equal_area_crs", "")).startswith("none"):
+        return {"planar": True, "length": "units", "length_words": "the layers' planar units",
+                "area": "units²", "area_ha": "10⁴ units²",
+                "areas_in": "the layers' own planar units (both layers have no CRS)",
+                "distances_in": "the layers' planar coordinates (both layers have no CRS)"}
+    return {"planar": False, "length": "m", "length_words": "metres", "area": "m²",
+            "area_ha": "ha", "areas_in": str(metrics.get("equal_area_crs")),
+            "distances_in": "the WGS 84 / UTM zone of its reference field"}
+
+
+def worst_panel_title(identifier, best_iou: float, width: int = 22) -> str:
+    """The title of a small map: the id on one line (long ids shortened in the middle with
+    "…" to ``width`` characters, so neighbouring titles do not overlap), the best IoU on the
+    next, e.g. "id 351623000000096\nbest IoU 0.00"."""
+    text = f"id {identifier}"
+    if len(text) > width:
+        keep = width - 1
+        text = text[: keep - keep // 2] + "…" + text[len(text) - keep // 2:]
+    return f"{text}\nbest IoU {best_iou:.2f}"
 
 
 def _worst_rows(evaluation: Evaluation, n: int) -> np.ndarray:
@@ -140,10 +168,11 @@ def _iou_context(metrics: dict, evaluation: Evaluation) -> dict:
     }
 
 
-def _failure_context(report: dict, evaluation: Evaluation) -> dict:
+def _failure_context(report: dict, evaluation: Evaluation, units: dict) -> dict:
     metrics = report["metrics"]
     context = {"groups": [], "worst_map": None, "labels": []}
-    for kind, title, xlabel in (("per_size_class", "Size class", "Reference field area (ha)"),
+    for kind, title, xlabel in (("per_size_class", "Size class",
+                                 f"Reference field area ({units['area_ha']})"),
                                 ("per_stratum", "Stratum", metrics.get("strata_column")
                                  or "Stratum")):
         groups = metrics.get(kind)
@@ -172,7 +201,8 @@ def _failure_context(report: dict, evaluation: Evaluation) -> dict:
     worst = report.get("worst_reference_fields") or []
     if worst:
         context["worst_map"] = figures.polygon_panels(
-            _worst_panels(evaluation, worst), ncols=4, panel_in=1.75
+            _worst_panels(evaluation, worst), ncols=4, panel_in=1.75,
+            scale_unit=units["length"],
         )
     return context
 
@@ -208,7 +238,7 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
             ([field], {"facecolor": "none", "edgecolor": "black", "linewidth": 1.4}),
         ]
         panels.append({
-            "title": f"id {entry['id']} · best IoU {entry['best_iou']:.2f}",
+            "title": worst_panel_title(entry["id"], entry["best_iou"]),
             "layers": layers,
             "extent": tuple(shapely.total_bounds(np.r_[np.array([field], dtype=object),
                                                        predicted])),
@@ -222,7 +252,7 @@ def _to_crs(geometry, crs, epsg: int):
         transformer.transform(xy[:, 0], xy[:, 1])))
 
 
-def _boundary_context(metrics: dict, evaluation: Evaluation) -> dict:
+def _boundary_context(metrics: dict, evaluation: Evaluation, units: dict) -> dict:
     r = evaluation.per_reference
     context = {"fig_distances": None, "fig_curve": None}
     hausdorff = np.asarray(r.get("hausdorff_m", []), dtype=float)
@@ -230,21 +260,27 @@ def _boundary_context(metrics: dict, evaluation: Evaluation) -> dict:
     if np.isfinite(hausdorff).any():
         finite = np.r_[hausdorff[np.isfinite(hausdorff)], mean_distance[np.isfinite(mean_distance)]]
         top = float(np.percentile(finite, 98)) if finite.size else 1.0
+        length = units["length"]
+        # all distances (about) 0, e.g. identical boundaries: a plain 0-1 axis, no clipping
+        clipped = top >= 0.05
         context["fig_distances"] = figures.histogram(
             {"Hausdorff distance": np.minimum(hausdorff, top),
              "Mean boundary distance": np.minimum(mean_distance, top)},
-            xlabel=f"Distance (m; values above {top:,.1f} m in the last bin)",
-            ylabel="Matched pairs", bins=30, range_=(0.0, max(top, 1e-9)),
+            xlabel=(f"Distance ({length}; values above {top:,.1f} {length} in the last bin)"
+                    if clipped else f"Distance ({length})"),
+            ylabel="Matched pairs", bins=30, range_=(0.0, top if clipped else 1.0),
         )
     curve = metrics.get("boundary_by_tolerance")
+    tolerance = metrics.get("boundary_tolerance_m")
     if curve:
         context["fig_curve"] = figures.line_chart(
             curve["tolerance_m"],
             {"Boundary precision": curve["boundary_precision"],
              "Boundary recall": curve["boundary_recall"], "Boundary F1": curve["boundary_f1"]},
-            xlabel="Boundary tolerance (m)", ylabel="Boundary precision, recall, F1 (–)",
-            ylim=(0, 1.02), vlines={f"chosen {metrics['boundary_tolerance_m']:g} m":
-                                    metrics["boundary_tolerance_m"]},
+            xlabel=f"Boundary tolerance ({units['length']})",
+            ylabel="Boundary precision, recall, F1 (–)",
+            ylim=(0, 1.02),
+            vlines={f"chosen {tolerance:g} {units['length']}": tolerance},
         )
     return context
 

@@ -177,7 +177,9 @@ def format_number(value, digits: int | None = None) -> str:
         return "–"
     if digits is None:
         digits = 4 if abs(value) < 1000 else (1 if abs(value) < 1e5 else 0)
-    return f"{value:,.{digits}f}"
+    text = f"{value:,.{digits}f}"
+    # a negative value that rounds to zero is shown as 0, not "-0"
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
 
 
 def format_percent(value, digits: int = 1) -> str:

@@ -65,7 +65,9 @@ from .outputs import (
 from .validation import (
     destination_path,
     is_data_source_uri,
+    layer_label,
     missing_field_error,
+    missing_package_error,
     threshold_error,
     polygon_source_error,
     same_destination_error,
@@ -346,7 +348,19 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         if error:
             return False, error
-        return True, ""
+        error = self._missing_package_error(parameters, context)
+        return (False, error) if error else (True, "")
+
+    def _missing_package_error(self, parameters, context):
+        """The optional packages this run needs: jinja2 and matplotlib for the HTML report,
+        scipy for optimal matching."""
+        if _requested(parameters, self.REPORT_HTML):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
+            if error:
+                return error
+        if MATCHING_METHODS[self.parameterAsEnum(parameters, self.MATCHING, context)] == "optimal":
+            return missing_package_error(self.MATCHING, ("scipy",))
+        return None
 
     def _missing_field_error(self, parameters, context):
         """The message for the first field parameter naming a field its layer lacks."""
@@ -366,7 +380,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 field_name = self.parameterAsString(parameters, name, context)
                 if source.fields().lookupField(field_name) < 0:
                     return missing_field_error(
-                        name, field_name, source, layer.name() if layer is not None else ""
+                        name, field_name, source, layer_label(layer), input_name=layer_name
                     )
         return None
 
@@ -383,7 +397,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 continue
             index = source.fields().lookupField(field_name)
             if index < 0:
-                raise ValueError(missing_field_error(name, field_name, source))
+                raise ValueError(missing_field_error(
+                    name, field_name, source,
+                    input_name=self.REFERENCE if name in self.REFERENCE_FIELDS else self.PREDICTED,
+                ))
             fields[name] = (field_name, index)
         return fields
 

@@ -34,7 +34,11 @@ from .model_text_parameters import (
     read_columns,
 )
 from .reporting import input_description, plain_parameters, provenance
-from .validation import same_destination_error, unwritable_destination_error
+from .validation import (
+    missing_package_error,
+    same_destination_error,
+    unwritable_destination_error,
+)
 
 HELP = """
 <p>Scores a table of model answers against expected geometries, row by row (Galtea's spatial
@@ -131,6 +135,8 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                 return False, error
         error = same_destination_error(parameters, (self.OUTPUT, self.REPORT_JSON,
                                                     self.REPORT_HTML))
+        if not error and parameters.get(self.REPORT_HTML) not in (None, ""):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
         return (False, error) if error else (True, "")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802

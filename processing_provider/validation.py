@@ -6,6 +6,8 @@ import os
 
 from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
 
+from ..plugin.dependencies import DEPENDENCIES, dependency_problems
+
 #: Destination values that are not files (memory layers, temporary files QGIS chooses).
 _NOT_FILES = ("TEMPORARY_OUTPUT", "memory:")
 
@@ -34,13 +36,29 @@ def threshold_error(value, name: str) -> str | None:
     return None
 
 
-def missing_field_error(name: str, field_name: str, source, layer_name: str = "") -> str:
+def missing_field_error(name: str, field_name: str, source, layer_name: str = "",
+                        input_name: str = "") -> str:
     """The message for a field parameter naming a field the layer does not have: the
-    parameter, the field, the layer, and the fields the layer has."""
+    parameter, the input it is about (``input_name``, e.g. "REFERENCE"), the layer, and the
+    fields the layer has."""
     layer_name = layer_name or source.sourceName()
     names = ", ".join(source.fields().names()) or "none"
-    return (f"{name}: the layer '{layer_name}' has no field {field_name!r}; "
+    layer = f"the {input_name} layer" if input_name else "the layer"
+    return (f"{name}: {layer} '{layer_name}' has no field {field_name!r}; "
             f"its fields are: {names}")
+
+
+def layer_label(layer) -> str:
+    """A layer as a message names it: its name, and for one layer of a multi-layer file
+    (GeoPackage) the layer inside the file, e.g. "csb_fields|layername=csb_2016_2023"
+    (both inputs of the bundled sample are named "csb_fields")."""
+    if layer is None:
+        return ""
+    from qgis.core import QgsProviderRegistry
+
+    parts = QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
+    inner = parts.get("layerName") if isinstance(parts, dict) else None
+    return f"{layer.name()}|layername={inner}" if inner else layer.name()
 
 
 def is_data_source_uri(destination: str) -> bool:
@@ -89,3 +107,15 @@ def unwritable_destination_error(parameters: dict, name: str) -> str | None:
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         return f"{name}: {path} cannot be written"
     return None
+
+
+def missing_package_error(name: str, modules, import_module=None) -> str | None:
+    """A message when a package that parameter ``name`` needs (``modules``, import names of
+    plugin.dependencies.DEPENDENCIES such as "matplotlib") is missing or too old: which one,
+    and how to install it. None when all are there. Checked before any work, so a run that
+    asks for an HTML report without matplotlib stops at once, not with a traceback at the end.
+    """
+    wanted = [d for d in DEPENDENCIES if d.module in modules]
+    kwargs = {"import_module": import_module} if import_module else {}
+    problems = dependency_problems(wanted, **kwargs)
+    return f"{name}: {problems[0].message}" if problems else None
