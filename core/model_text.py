@@ -230,6 +230,10 @@ def parse_answer(
             raise ValueError(f"geotransform must be 6 finite numbers, got {geotransform!r}")
     if not isinstance(text, str):
         return ParsedAnswer([], UNPARSEABLE, "no answer text (null)")
+    if not text.strip():
+        # blank is no answer, as NULL is (QGIS reads an empty CSV cell as NULL, a GeoPackage
+        # keeps ''): a blank expected cell must not become "nothing expected"
+        return ParsedAnswer([], UNPARSEABLE, "no answer text (blank)")
     try:
         raws, note = _extract_answer(text)
         records = _convert(raws, text, coordinate_format, size, obb_to_hbb, geotransform)
@@ -259,9 +263,10 @@ def _answer(records, text, note) -> ParsedAnswer:
     failures = [r for r in records if r.status not in USABLE]
     if failures:
         return ParsedAnswer(records, failures[0].status, failures[0].reason)
-    if note == "empty" or _NONE_FOUND.search(_outside_think(text)) or not text.strip():
-        reason = "the answer holds no geometry" if text.strip() else "empty answer text"
-        return ParsedAnswer(records, EMPTY, reason)
+    if note == "empty" or _NONE_FOUND.search(_outside_think(text)):
+        return ParsedAnswer(records, EMPTY, "the answer holds no geometry")
+    if note == _NO_GEOMETRY_JSON:
+        return ParsedAnswer(records, UNPARSEABLE, note)
     return ParsedAnswer(records, UNPARSEABLE, "no geometry found in the text")
 
 
@@ -386,6 +391,8 @@ def _extract_answer(text: str):
     raws, note = _extract(outside)
     if raws or outside == text:
         return raws, note
+    if note == "empty" or _NONE_FOUND.search(outside):
+        return raws, "empty"  # the final answer says there is nothing: the reasoning is not it
     inside = "".join(c if o == " " and c != " " else " " for c, o in zip(text, outside))
     raws, inside_note = _extract(inside)
     if raws:
@@ -577,7 +584,7 @@ def _json_raws(text: str):
     """Raw spans of every top-level JSON value ([...] or {...}) in the text; a value cut off
     at the end of the text is repaired. Returns (raws, note)."""
     raws, note, k = [], "", 0
-    found_json = False
+    found_json, nothing = False, True
     repair_attempts = _REPAIR_ATTEMPTS
     while True:
         k = _next_bracket(text, k)
@@ -596,6 +603,8 @@ def _json_raws(text: str):
                 continue
         found_json = True
         found = _json_value_raws(value, k, end, None)
+        if not found:
+            nothing = nothing and _holds_nothing(value)
         if repaired:
             for raw in found:
                 raw.repaired.append(repaired)
@@ -604,8 +613,23 @@ def _json_raws(text: str):
         raws.extend(found)
         k = end
     if found_json and not raws and not note:
-        note = "empty"
+        note = "empty" if nothing else _NO_GEOMETRY_JSON
     return raws, note
+
+
+def _holds_nothing(value) -> bool:
+    """A JSON value that says "no geometry": null, an empty list or object, or lists and
+    objects whose only containers hold nothing ({"bboxes": []}, {"count": 0, "objects": []}).
+    A value with content but no geometry ({"label": "car"}, {"x1": 10, ...} in a form not read)
+    is not an empty answer."""
+    if value is None:
+        return True
+    if isinstance(value, list):
+        return all(_holds_nothing(v) for v in value)
+    if isinstance(value, dict):
+        containers = [v for v in value.values() if v is None or isinstance(v, (list, dict))]
+        return not value or (bool(containers) and all(_holds_nothing(v) for v in containers))
+    return False
 
 
 def _next_bracket(text: str, start: int) -> int:
@@ -618,6 +642,7 @@ def _next_bracket(text: str, start: int) -> int:
 _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 _TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
+_NO_GEOMETRY_JSON = "JSON without a geometry in a form this tool reads"
 _MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
 
 
@@ -753,6 +778,9 @@ def _json_object_raws(obj: dict, start, end, convention, label) -> list:
     obb = _centre_size_angle(keys)
     if obb is not None:
         return [_Raw("oriented_box", start, end, obb[:4], convention, label, obb[4])]
+    keyed = _keyed_geometry(keys, start, end, convention, label)
+    if keyed is not None:
+        return [keyed]
     out = []
     for key in _BOX_KEYS:
         if key in keys:
@@ -790,6 +818,41 @@ def _centre_size_angle(keys: dict):
     return None
 
 
+#: Keys of a box given by its corners, x1 y1 x2 y2 in that order.
+_CORNER_KEYS = (("x1", "y1", "x2", "y2"), ("xmin", "ymin", "xmax", "ymax"),
+                ("x_min", "y_min", "x_max", "y_max"), ("left", "top", "right", "bottom"))
+
+
+def _keyed_geometry(keys: dict, start, end, convention, label):
+    """A box from corner keys ({"x1": …, "y1": …, "x2": …, "y2": …}, xmin/ymin/xmax/ymax,
+    x_min/…, left/top/right/bottom) or a point from {"x": …, "y": …}; a failure for x, y,
+    width, height, which does not say whether (x, y) is the centre or a corner; None when the
+    keys are none of these. Numbers given as strings are read (status repaired)."""
+    for names in _CORNER_KEYS:
+        if all(n in keys for n in names):
+            return _keyed_numbers([keys[n] for n in names], start, end, convention, "box",
+                                  label)
+    if "x" in keys and "y" in keys:
+        if any(k in keys for k in ("w", "h", "width", "height")):
+            return _Raw("box", start, end, failure=(
+                "x, y, width, height: whether (x, y) is the centre or the top-left corner is "
+                "not stated"))
+        return _keyed_numbers([keys["x"], keys["y"]], start, end, convention, "point", label)
+    return None
+
+
+def _keyed_numbers(values, start, end, convention, kind, label) -> _Raw:
+    numbers = _floats(values) if all(
+        _is_number(v) or isinstance(v, str) for v in values) else None
+    if numbers is None:
+        return _Raw(kind, start, end, failure=f"{kind} keys that are not numbers: "
+                                              f"{json.dumps(values)[:80]}")
+    raw = _numbers_raw(numbers, start, end, convention, kind, label)
+    if any(isinstance(v, str) for v in values):
+        raw.repaired.append("numbers given as strings")
+    return raw
+
+
 def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
     if not isinstance(value, list):
         if isinstance(value, dict):
@@ -797,8 +860,10 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
         return []
     if not value:
         return []
-    if all(isinstance(v, str) for v in value) and kind_hint is not None:
-        numbers = _floats(value)  # {"bbox": ["10", "20", "30", "40"]}
+    some_strings = any(isinstance(v, str) for v in value)
+    if some_strings and all(isinstance(v, str) or _is_number(v) for v in value) and (
+            kind_hint is not None or len(value) >= 4):
+        numbers = _floats(value)  # {"bbox": ["10", "20", "30", "40"]}, [10, "NaN", 50, 40]
         if numbers is not None:
             raw = _numbers_raw(numbers, start, end, convention, kind_hint, label)
             raw.repaired.append("numbers given as strings")
@@ -814,6 +879,8 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
         flat = [float(c) for pair in value for c in pair]
         if kind_hint == "oriented_box":
             kind = "oriented_box" if len(value) == 4 else "polygon"
+        elif kind_hint == "polygon":
+            kind = "polygon"
         else:
             kind = "box" if len(value) == 2 else "polygon"
         return [_numbers_raw(flat, start, end, convention, kind, label)]
@@ -849,6 +916,9 @@ def _numbers_raw(numbers, start, end, convention, kind_hint, label) -> _Raw:
         if n == 2:
             return _Raw("point", start, end, numbers, convention, label)
         return _Raw("point", start, end, failure=f"a point needs 2 numbers, got {n}")
+    if kind_hint == "polygon" and n < 6:
+        return _Raw("polygon", start, end, failure=(
+            f"a polygon needs at least 3 points (6 numbers), got {n} numbers {_short(numbers)}"))
     if n == 4 and kind_hint in (None, "box"):
         return _Raw("box", start, end, numbers, convention, label)
     if n >= 6 and n % 2 == 0 and kind_hint in (None, "polygon", "box"):

@@ -366,7 +366,8 @@ def test_pixels_become_map_coordinates_through_a_rotated_geotransform():
 
 # --- Empty, failures, think blocks ---------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["[]", "No buildings found.", "None.", '{"bbox_2d": []}', ""])
+@pytest.mark.parametrize("text", ["[]", "No buildings found.", "None.", '{"bbox_2d": []}',
+                                  '{"count": 0, "objects": []}', '{"bbox": null}'])
 def test_empty_answers(text):
     assert parse_answer(text).status == "empty"
 
@@ -376,6 +377,16 @@ def test_empty_answers(text):
     ("[1, 2, 3]", "3 numbers"),
     ('{"bbox": [1, 2, 3, 4', "truncated"),
     (None, "null"),
+    # blank text is no answer, as NULL is (QGIS reads an empty CSV cell as NULL): never
+    # "nothing there", which would make a blank expected cell a correct rejection
+    ("", "blank"),
+    ("  \n ", "blank"),
+    # JSON with content but no geometry is not an empty answer
+    ('{"label": "car"}', "JSON without a geometry"),
+    ('["car", "dog"]', "JSON without a geometry"),
+    ('{"answer": "yes", "count": 3}', "JSON without a geometry"),
+    ('{"x": 10, "y": 20, "width": 30, "height": 40}', "centre or the top-left corner"),
+    ('{"polygon": [[10, 20], [30, 20]]}', "at least 3 points"),
 ])
 def test_failures_name_their_reason(text, reason):
     answer = parse_answer(text)
@@ -390,6 +401,44 @@ def test_think_block_is_skipped_when_the_answer_has_geometry():
     answer = parse_answer("<think>maybe [1, 2, 3, 4]?</think> The box is [10, 10, 20, 20].",
                           "pixel_xyxy")
     assert boxes(answer) == [(10, 10, 20, 20)]
+
+
+def test_think_block_is_not_read_when_the_answer_says_none_found():
+    # the final answer is "nothing": a box the model considered while reasoning is not it
+    answer = parse_answer("<think>maybe [10, 10, 20, 20]?</think>\nNo cars found.",
+                          "pixel_xyxy")
+    assert answer.status == "empty" and answer.records == []
+    answer = parse_answer("<think>maybe [10, 10, 20, 20]?</think> []", "pixel_xyxy")
+    assert answer.status == "empty" and answer.records == []
+
+
+@pytest.mark.parametrize("text", [
+    '{"x1": 10, "y1": 20, "x2": 30, "y2": 40}',
+    '{"xmin": 10, "ymin": 20, "xmax": 30, "ymax": 40, "label": "car"}',
+    '{"x_min": 30, "y_min": 40, "x_max": 10, "y_max": 20}',
+    '{"left": 10, "top": 20, "right": 30, "bottom": 40}',
+    '{"bbox": {"x1": "10", "y1": "20", "x2": "30", "y2": "40"}}',
+])
+def test_boxes_given_by_corner_keys(text):
+    answer = parse_answer(text, "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+
+
+def test_a_point_given_by_x_and_y_keys():
+    answer = parse_answer('{"x": 0.25, "y": 0.5}', "normalized_1", 200, 100)
+    assert answer.usable[0].geometry.equals(shapely.Point(50, 50))
+
+
+def test_numbers_as_strings_in_any_list():
+    # all strings at the top level, and strings mixed with numbers: read, status repaired
+    for text in ('["10", "20", "30", "40"]', '{"bbox": ["10", 20, "30", 40]}'):
+        answer = parse_answer(text, "pixel_xyxy")
+        assert boxes(answer) == [(10, 20, 30, 40)]
+        assert answer.usable[0].status == "repaired"
+    # "NaN" as a string is a non-finite coordinate, not a list of words
+    answer = parse_answer('[[10, 10, 50, 40], [10, "NaN", 50, 40]]', "pixel_xyxy")
+    assert boxes(answer) == [(10, 10, 50, 40)]
+    assert [r.status for r in answer.failures] == ["non_finite"]
 
 
 def test_think_block_is_read_when_the_answer_has_none():

@@ -127,3 +127,20 @@ def test_scores_stay_in_range_on_arbitrary_text(pairs):
         assert (iou is None) != scored or iou is None
         if scored:
             assert 0.0 <= iou <= 1.0
+
+
+def test_a_blank_expected_cell_is_not_scored():
+    # blank is a missing expected geometry (as NULL), not "nothing expected": the row is not
+    # scored, so a hallucinated box is not failed against it nor a blank answer passed
+    result = spatial_match(["[0, 0, 10, 10]", "", "[0, 0, 10, 10]"],
+                           ["", "", "[0, 0, 10, 20]"])
+    assert result.rows["scored"] == [False, False, True]
+    assert result.metrics["count_expected_unreadable"] == 2
+    assert result.metrics["count_true_negative"] == 0
+    assert result.metrics["pass_rate"] == 1.0  # the one scored row: IoU 100/200 = 0.5
+
+
+def test_a_blank_answer_is_a_parse_failure():
+    row, metrics = one("", "[0, 0, 10, 10]")
+    assert row["answer_status"] == "unparseable" and not row["passed"]
+    assert metrics["parse_failure_rate"] == 1.0
