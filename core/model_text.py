@@ -287,7 +287,9 @@ class AnswerTables:
             geometry (non_finite, unparseable: lines too), and every answer that yielded
             nothing (index None; status empty or the failure status).
         counts: count_rows, count_rows_with_geometry, count_rows_empty, count_rows_failed,
-            count_polygons, count_points, and one count per record status.
+            count_polygons, count_points, count_rows_bad_image_size (size fields given but not
+            two numbers > 0: read without the size, each record warned), and one count per
+            record status.
     """
 
     polygons: dict
@@ -322,18 +324,24 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
     points = {key: [] for key in record_keys}
     failures = {key: [] for key in ("row_id",) + FAILURE_COLUMNS}
     counts = {"count_rows": n, "count_rows_with_geometry": 0, "count_rows_empty": 0,
-              "count_rows_failed": 0, "count_polygons": 0, "count_points": 0}
+              "count_rows_failed": 0, "count_polygons": 0, "count_points": 0,
+              "count_rows_bad_image_size": 0}
     counts.update({f"count_{s}": 0 for s in (PARSED, REPAIRED, OUT_OF_BOUNDS, NON_FINITE,
                                               UNPARSEABLE)})
     for i in range(n):
         if progress is not None and i % 100 == 0:
             progress(i / max(n, 1))
         width, height = widths[i], heights[i]
+        size_problem = image_size_problem(width, height)
+        if size_problem:
+            counts["count_rows_bad_image_size"] += 1
         if _image_size_or_none(width, height) is None:
             width = height = None
         answer = parse_answer(texts[i], coordinate_format, width, height,
                               obb_to_hbb=obb_to_hbb, geotransform=geotransform)
         for record in answer.records:
+            if size_problem:
+                record.warning = "; ".join(filter(None, [record.warning, size_problem]))
             counts[f"count_{record.status}"] += 1
             kind = record.geometry.geom_type if record.geometry is not None else None
             if kind in ("Polygon", "MultiPolygon"):
@@ -372,6 +380,21 @@ def _image_size_or_none(width, height):
         return _image_size(width, height)
     except ValueError:
         return None
+
+
+def image_size_problem(width, height) -> str:
+    """Why a row's image size fields cannot be used ("" when both are usable or both are
+    missing): a size must be two finite numbers > 0 (numbers or text holding numbers)."""
+    if _is_blank(width) and _is_blank(height):
+        return ""
+    if _image_size_or_none(width, height) is not None:
+        return ""
+    return (f"image size {width!r} × {height!r} not usable (two numbers > 0 are needed): "
+            f"read without the image size")
+
+
+def _is_blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 # --- Extraction ---------------------------------------------------------------------------
@@ -1244,5 +1267,5 @@ def mask_to_polygons(inside: np.ndarray):
 
 __all__ = [
     "COORDINATE_FORMATS", "CONVENTIONS", "Convention", "GeometryRecord", "ParsedAnswer",
-    "parse_answer", "decode_png", "mask_to_polygons",
+    "parse_answer", "decode_png", "mask_to_polygons", "image_size_problem",
 ]

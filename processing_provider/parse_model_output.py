@@ -188,6 +188,11 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                                         crs if kind != NO_GEOMETRY else
                                         QgsCoordinateReferenceSystem())
         counts = tables.counts
+        if counts["count_rows_bad_image_size"]:
+            feedback.pushWarning(
+                f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+                f"that are not two numbers > 0: read without the image size (see the warning "
+                f"column)")
         feedback.pushInfo(
             f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
             f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "

@@ -524,3 +524,18 @@ def test_the_parser_never_fails_inside_on_format_fragments(text, fmt, with_size)
     for record in answer.usable:
         assert record.geometry is not None and not record.geometry.is_empty
         assert np.all(np.isfinite(shapely.get_coordinates(record.geometry)))
+
+
+def test_unusable_image_sizes_are_counted_and_warned():
+    from iou_evaluation.core.model_text import answer_tables
+
+    # width 0, a negative width, text that is not a number, one side missing: each row is
+    # read without the size (fractions stay fractions) and says why; "640" is a number
+    tables = answer_tables(["[0.1, 0.2, 0.3, 0.4]"] * 6, [1, 2, 3, 4, 5, 6],
+                           image_widths=[0, -5, "abc", 640, "640", None],
+                           image_heights=[100, 100, "100", None, "480", None])
+    assert tables.counts["count_rows_bad_image_size"] == 4
+    assert tables.polygons["frame"] == ["fraction"] * 4 + ["pixel", "fraction"]
+    assert ["not usable" in w for w in tables.polygons["warning"]] == [True] * 4 + [False] * 2
+    # 0.1 · 640 = 64, 0.2 · 480 = 96, 0.3 · 640 = 192, 0.4 · 480 = 192
+    assert tables.polygons["geometry"][4].bounds == (64, 96, 192, 192)

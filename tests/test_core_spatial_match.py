@@ -144,3 +144,10 @@ def test_a_blank_answer_is_a_parse_failure():
     row, metrics = one("", "[0, 0, 10, 10]")
     assert row["answer_status"] == "unparseable" and not row["passed"]
     assert metrics["parse_failure_rate"] == 1.0
+
+
+def test_an_unusable_image_size_is_warned_in_the_row():
+    row, _ = one("[0.1, 0.1, 0.2, 0.2]", "[0.1, 0.1, 0.2, 0.2]", image_widths=[0],
+                 image_heights=[100])
+    assert "not usable" in row["warning"]
+    assert row["best_iou"] == 1.0  # both sides in fractions of the image: comparable
