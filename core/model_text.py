@@ -300,7 +300,7 @@ class AnswerTables:
 
 def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
                   image_heights=None, *, obb_to_hbb=False, geotransform=None,
-                  progress=None) -> AnswerTables:
+                  raster_size=None, progress=None) -> AnswerTables:
     """``parse_answer`` over a table of answers, sorted into polygons, points and failures.
 
     Args:
@@ -308,6 +308,10 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
         image_widths, image_heights: sequences (n,) of sizes in pixels (None where unknown),
             or None.
         coordinate_format, obb_to_hbb, geotransform: as for ``parse_answer``.
+        raster_size: (width, height) in pixels of the raster the geotransform belongs to, or
+            None. A row whose image size differs (the model saw a resampled copy) has its
+            pixel coordinates scaled by (raster width / row width, raster height / row
+            height) before the geotransform, so the whole image maps onto the whole raster.
         progress: optional callable(fraction done); may raise to cancel.
 
     Raises:
@@ -338,7 +342,9 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
         if _image_size_or_none(width, height) is None:
             width = height = None
         answer = parse_answer(texts[i], coordinate_format, width, height,
-                              obb_to_hbb=obb_to_hbb, geotransform=geotransform)
+                              obb_to_hbb=obb_to_hbb,
+                              geotransform=_row_geotransform(geotransform, raster_size,
+                                                             width, height))
         for record in answer.records:
             if size_problem:
                 record.warning = "; ".join(filter(None, [record.warning, size_problem]))
@@ -373,6 +379,18 @@ def _append(table, row_id, index, status, reason, span):
                                                           span if isinstance(span, str)
                                                           else None)):
         table[key].append(value)
+
+
+def _row_geotransform(geotransform, raster_size, width, height):
+    """The geotransform of a row's image: the raster's, scaled when the row's image (width ×
+    height pixels) is a resampled copy of the raster (raster_size)."""
+    if geotransform is None or raster_size is None or width is None:
+        return geotransform
+    sx, sy = float(raster_size[0]) / float(width), float(raster_size[1]) / float(height)
+    if sx == 1.0 and sy == 1.0:
+        return geotransform
+    g0, g1, g2, g3, g4, g5 = geotransform
+    return (g0, g1 * sx, g2 * sy, g3, g4 * sx, g5 * sy)
 
 
 def _image_size_or_none(width, height):
