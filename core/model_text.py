@@ -509,10 +509,12 @@ def _token_raws(syntax: str, match) -> list:
     label = (match.groupdict().get("label") or "").strip() or None
     if syntax == "qwen2vl":
         numbers = [float(v) for v in re.findall(_NUMBER, match.group("body"))]
-        if len(numbers) != 4:
+        if not numbers or len(numbers) % 4:
             return [_Raw("box", start, end, failure=(
-                f"Qwen-VL box tokens need 4 numbers, found {len(numbers)}"))]
-        return [_Raw("box", start, end, numbers, "normalized_1000", label)]
+                f"Qwen-VL box tokens need 4 numbers a box, found {len(numbers)}"))]
+        # InternVL writes several boxes in one tag: <ref>car</ref><box>[[..], [..]]</box>
+        return [_Raw("box", start, end, numbers[k:k + 4], "normalized_1000", label)
+                for k in range(0, len(numbers), 4)]
     if syntax == "deepseek":
         body = match.group("body")
         value, repaired = _load_json(body.strip())
@@ -544,6 +546,14 @@ def _token_raws(syntax: str, match) -> list:
         label_start = offset + cut + len(before[cut:]) - len(before[cut:].lstrip())
         if len(numbers) == 4:
             kind = "box"
+        elif len(numbers) >= 8 and len(numbers) % 4 == 0 and all(
+                numbers[k] <= numbers[k + 2] and numbers[k + 1] <= numbers[k + 3]
+                for k in range(0, len(numbers), 4)):
+            # several boxes of one phrase, as Florence-2's phrase-grounding post-processor
+            # reads them (every 4 tokens a box, x1 <= x2, y1 <= y2); a polygon's vertices
+            # taken 4 at a time are not all such boxes (an OCR quad, 8 tokens, is not)
+            return [_Raw("box", label_start, end, numbers[k:k + 4], "florence2_loc_1000", label)
+                    for k in range(0, len(numbers), 4)]
         elif len(numbers) >= 6 and len(numbers) % 2 == 0:
             kind = "polygon"
         elif len(numbers) == 2:

@@ -539,3 +539,24 @@ def test_unusable_image_sizes_are_counted_and_warned():
     assert ["not usable" in w for w in tables.polygons["warning"]] == [True] * 4 + [False] * 2
     # 0.1 · 640 = 64, 0.2 · 480 = 96, 0.3 · 640 = 192, 0.4 · 480 = 192
     assert tables.polygons["geometry"][4].bounds == (64, 96, 192, 192)
+
+
+def test_florence2_several_boxes_of_one_phrase():
+    # phrase grounding: every 4 loc tokens a box (Florence-2's post-processor), bin b → b + 0.5
+    # pixels on a 1000-pixel image
+    answer = parse_answer("A green car<loc_100><loc_200><loc_299><loc_399>"
+                          "<loc_500><loc_600><loc_699><loc_799>", "auto", 1000, 1000)
+    assert boxes(answer) == [(100.5, 200.5, 299.5, 399.5), (500.5, 600.5, 699.5, 799.5)]
+    assert [r.label for r in answer.usable] == ["A green car"] * 2
+    # an OCR quad (8 tokens, corners in ring order) is not two boxes: one polygon
+    answer = parse_answer("text<loc_100><loc_200><loc_300><loc_200><loc_300><loc_400>"
+                          "<loc_100><loc_400>", "auto", 1000, 1000)
+    assert [r.kind for r in answer.usable] == ["polygon"]
+    assert answer.usable[0].geometry.area == pytest.approx(200 * 200)
+
+
+def test_internvl_several_boxes_in_one_box_tag():
+    answer = parse_answer("<ref>car</ref><box>[[100, 200, 300, 400], [500, 600, 700, 800]]</box>",
+                          "auto", 500, 1000)
+    # 0–1000: x · 500 / 1000, y · 1000 / 1000
+    assert boxes(answer) == [(50, 200, 150, 400), (250, 600, 350, 800)]
