@@ -560,3 +560,28 @@ def test_internvl_several_boxes_in_one_box_tag():
                           "auto", 500, 1000)
     # 0–1000: x · 500 / 1000, y · 1000 / 1000
     assert boxes(answer) == [(50, 200, 150, 400), (250, 600, 350, 800)]
+
+
+def test_brackets_nested_past_the_stack_do_not_hide_a_later_box():
+    # 5000 levels: json raises RecursionError; the run is skipped, not the whole answer
+    answer = parse_answer("[" * 5000 + "]" * 5000 + " The box: [10, 20, 30, 40]", "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    answer = parse_answer("<|det|>" + "[" * 3000 + "]" * 3000 + "<|/det|> [10, 20, 30, 40]",
+                          "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+
+
+def test_text_full_of_brackets_is_read_in_one_pass():
+    # each failed decode used to count the lines before it (json's error message), and each
+    # span lookup compared with every span read: both quadratic; values stay the same
+    answer = parse_answer("{" * 200_000 + " [10, 20, 30, 40]", "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    answer = parse_answer("[1 " * 100_000, "pixel_xyxy")
+    assert answer.status == "unparseable"
+    answer = parse_answer("POINT (1 2) " * 5000, "pixel_xyxy")
+    assert len(answer.usable) == 5000
+    # a value longer than the first decoding window (4096 characters) is read whole
+    many = "[" + ", ".join(f"[{k}, {k}, {k + 1}, {k + 1}]" for k in range(2000)) + "]"
+    assert len(many) > 8 * 4096
+    answer = parse_answer(many, "pixel_xyxy")
+    assert boxes(answer)[-1] == (1999, 1999, 2000, 2000) and len(answer.usable) == 2000
