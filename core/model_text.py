@@ -85,6 +85,8 @@ class Convention:
 
 
 CONVENTIONS = {
+    # Qwen2.5-VL's bbox_2d: absolute pixels of the image its processor resized (sides multiples
+    # of 28), not of the original (QwenLM/Qwen2.5-VL issue 676); Qwen3-VL's are 0–1000.
     "pixel_xyxy": Convention("pixel_xyxy"),
     "pixel_yxyx": Convention("pixel_yxyx", y_first=True),
     "normalized_1": Convention("normalized_1", divisor=1.0, maximum=1.0, frame="fraction"),
@@ -201,7 +203,8 @@ def parse_answer(
     """Every geometry in one model answer.
 
     Args:
-        text: the answer (str; None or a non-string is an unparseable answer).
+        text: the answer (str; a dict or list, as QGIS reads a JSON field, is read as its
+            JSON text; None, blank text or another type is an unparseable answer).
         coordinate_format: one of ``COORDINATE_FORMATS``, for numbers whose syntax implies no
             convention (JSON lists, WKT, polygons); token syntaxes and Gemini's ``box_2d`` /
             ``point`` keys always use their own.
@@ -229,8 +232,12 @@ def parse_answer(
         geotransform = tuple(float(v) for v in geotransform)
         if len(geotransform) != 6 or not all(math.isfinite(v) for v in geotransform):
             raise ValueError(f"geotransform must be 6 finite numbers, got {geotransform!r}")
-    if not isinstance(text, str):
+    if isinstance(text, (dict, list)):  # a JSON field, as QGIS reads it
+        text = json.dumps(text)
+    if text is None:
         return ParsedAnswer([], UNPARSEABLE, "no answer text (null)")
+    if not isinstance(text, str):
+        return ParsedAnswer([], UNPARSEABLE, f"the answer is not text ({type(text).__name__})")
     if not text.strip():
         # blank is no answer, as NULL is (QGIS reads an empty CSV cell as NULL, a GeoPackage
         # keeps ''): a blank expected cell must not become "nothing expected"

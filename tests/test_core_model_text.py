@@ -585,3 +585,11 @@ def test_text_full_of_brackets_is_read_in_one_pass():
     assert len(many) > 8 * 4096
     answer = parse_answer(many, "pixel_xyxy")
     assert boxes(answer)[-1] == (1999, 1999, 2000, 2000) and len(answer.usable) == 2000
+
+
+def test_a_json_field_value_and_other_types():
+    # QGIS reads a GeoPackage JSON field as a dict or list: read as its JSON text
+    assert boxes(parse_answer({"bbox": [10, 20, 30, 40]}, "pixel_xyxy")) == [(10, 20, 30, 40)]
+    assert boxes(parse_answer([[10, 20, 30, 40]], "pixel_xyxy")) == [(10, 20, 30, 40)]
+    answer = parse_answer(42, "pixel_xyxy")
+    assert answer.status == "unparseable" and "not text (int)" in answer.reason
