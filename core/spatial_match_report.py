@@ -73,6 +73,11 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
     statuses = Counter(s for s, scored in zip(result.rows["answer_status"],
                                               result.rows["scored"]) if scored)
     warnings = []
+    if not result.metrics["count_rows"]:
+        warnings.append("the table has no rows: every rate is undefined (null)")
+    elif not result.metrics["count_scored"]:
+        warnings.append("no row could be scored (no expected geometry could be read): every "
+                        "rate is undefined (null)")
     n_unreadable = result.metrics["count_expected_unreadable"]
     if n_unreadable:
         warnings.append(f"{_rows(n_unreadable)} with an expected geometry that could not be "

@@ -151,3 +151,14 @@ def test_an_unusable_image_size_is_warned_in_the_row():
                  image_heights=[100])
     assert "not usable" in row["warning"]
     assert row["best_iou"] == 1.0  # both sides in fractions of the image: comparable
+
+
+def test_a_table_without_rows_or_scored_rows_says_so():
+    from iou_evaluation.core.spatial_match_report import build_report
+
+    for answers, expected, words in (([], [], "no rows"),
+                                     (["[0, 0, 1, 1]"], [None], "no row could be scored")):
+        result = spatial_match(answers, expected)
+        assert math.isnan(result.metrics["pass_rate"])
+        report = build_report(result, {}, {}, {}, list(range(len(answers))))
+        assert any(words in w for w in report["warnings"])
