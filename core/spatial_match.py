@@ -234,11 +234,12 @@ def _row(answer, truth, group) -> dict:
         row.update(scored=False, best_iou=None, dice=None, giou=None,
                    reason=f"expected geometry unreadable: {truth.reason}")
         return row
+    # the expected area counts in the cumulative IoU's union even when nothing can be paired
+    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     if len(frames) > 1:
         row["reason"] = ("answer and expected are in different frames (" + row["frame"] +
                          "): give the image width and height")
         return row
-    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     if answer_points and (truth_polygons or truth_points):
         row["point_hit"], row["point_distance"] = _point_scores(answer_points, truth_polygons,
                                                                 truth_points)

@@ -162,3 +162,12 @@ def test_a_table_without_rows_or_scored_rows_says_so():
         assert math.isnan(result.metrics["pass_rate"])
         report = build_report(result, {}, {}, {}, list(range(len(answers))))
         assert any(words in w for w in report["warnings"])
+
+
+def test_a_row_in_another_frame_adds_its_expected_area_to_the_cumulative_union():
+    # row 1: I = U = 100; row 2: fractions against pixels (no image size), IoU 0, its
+    # expected 10 × 10 box in the union as a row without an answer: 100 / (100 + 100)
+    result = spatial_match(["[0, 0, 10, 10]", "[0.1, 0.1, 0.2, 0.2]"],
+                           ["[0, 0, 10, 10]", "[10, 10, 20, 20]"])
+    assert "different frames" in result.rows["reason"][1]
+    assert result.metrics["cumulative_iou"] == pytest.approx(0.5)
