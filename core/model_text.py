@@ -112,8 +112,8 @@ CONVENTIONS = {
 _NONE_FOUND = re.compile(
     r"\b(none found|no (?:objects?|matches|match|instances?|results?|\w+s) (?:found|detected|"
     r"present|visible|in (?:the|this) image)|not found|nothing (?:found|detected)|"
-    r"there (?:is|are) no\b|cannot find|could not find|can't find|did not find|"
-    r"no such (?:object|thing)|none)\b",
+    r"there (?:is|are) no\b(?! (?:doubt|question|need|way|problem|reason))|cannot find|"
+    r"could not find|can't find|did not find|no such (?:object|thing)|none(?! other than))\b",
     re.IGNORECASE,
 )
 

@@ -593,3 +593,16 @@ def test_a_json_field_value_and_other_types():
     assert boxes(parse_answer([[10, 20, 30, 40]], "pixel_xyxy")) == [(10, 20, 30, 40)]
     answer = parse_answer(42, "pixel_xyxy")
     assert answer.status == "unparseable" and "not text (int)" in answer.reason
+
+
+@pytest.mark.parametrize("text", [
+    "There is no doubt: the car is at the top left.",
+    "The car, none other than a taxi, is at the top left.",
+])
+def test_figures_of_speech_are_not_none_found(text):
+    # no geometry and no "nothing there": a failure to read, not a correct rejection
+    assert parse_answer(text).status == "unparseable"
+
+
+def test_there_are_no_cars_is_still_empty():
+    assert parse_answer("There are no cars in this image.").status == "empty"
