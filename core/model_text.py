@@ -26,6 +26,7 @@ DeepSeek-VL2, GeoChat, Molmo).
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import math
 import re
@@ -84,6 +85,8 @@ class Convention:
 
 
 CONVENTIONS = {
+    # Qwen2.5-VL's bbox_2d: absolute pixels of the image its processor resized (sides multiples
+    # of 28), not of the original (QwenLM/Qwen2.5-VL issue 676); Qwen3-VL's are 0–1000.
     "pixel_xyxy": Convention("pixel_xyxy"),
     "pixel_yxyx": Convention("pixel_yxyx", y_first=True),
     "normalized_1": Convention("normalized_1", divisor=1.0, maximum=1.0, frame="fraction"),
@@ -109,8 +112,8 @@ CONVENTIONS = {
 _NONE_FOUND = re.compile(
     r"\b(none found|no (?:objects?|matches|match|instances?|results?|\w+s) (?:found|detected|"
     r"present|visible|in (?:the|this) image)|not found|nothing (?:found|detected)|"
-    r"there (?:is|are) no\b|cannot find|could not find|can't find|did not find|"
-    r"no such (?:object|thing)|none)\b",
+    r"there (?:is|are) no\b(?! (?:doubt|question|need|way|problem|reason))|cannot find|"
+    r"could not find|can't find|did not find|no such (?:object|thing)|none(?! other than))\b",
     re.IGNORECASE,
 )
 
@@ -200,7 +203,8 @@ def parse_answer(
     """Every geometry in one model answer.
 
     Args:
-        text: the answer (str; None or a non-string is an unparseable answer).
+        text: the answer (str; a dict or list, as QGIS reads a JSON field, is read as its
+            JSON text; None, blank text or another type is an unparseable answer).
         coordinate_format: one of ``COORDINATE_FORMATS``, for numbers whose syntax implies no
             convention (JSON lists, WKT, polygons); token syntaxes and Gemini's ``box_2d`` /
             ``point`` keys always use their own.
@@ -228,8 +232,16 @@ def parse_answer(
         geotransform = tuple(float(v) for v in geotransform)
         if len(geotransform) != 6 or not all(math.isfinite(v) for v in geotransform):
             raise ValueError(f"geotransform must be 6 finite numbers, got {geotransform!r}")
-    if not isinstance(text, str):
+    if isinstance(text, (dict, list)):  # a JSON field, as QGIS reads it
+        text = json.dumps(text)
+    if text is None:
         return ParsedAnswer([], UNPARSEABLE, "no answer text (null)")
+    if not isinstance(text, str):
+        return ParsedAnswer([], UNPARSEABLE, f"the answer is not text ({type(text).__name__})")
+    if not text.strip():
+        # blank is no answer, as NULL is (QGIS reads an empty CSV cell as NULL, a GeoPackage
+        # keeps ''): a blank expected cell must not become "nothing expected"
+        return ParsedAnswer([], UNPARSEABLE, "no answer text (blank)")
     try:
         raws, note = _extract_answer(text)
         records = _convert(raws, text, coordinate_format, size, obb_to_hbb, geotransform)
@@ -259,9 +271,10 @@ def _answer(records, text, note) -> ParsedAnswer:
     failures = [r for r in records if r.status not in USABLE]
     if failures:
         return ParsedAnswer(records, failures[0].status, failures[0].reason)
-    if note == "empty" or _NONE_FOUND.search(_outside_think(text)) or not text.strip():
-        reason = "the answer holds no geometry" if text.strip() else "empty answer text"
-        return ParsedAnswer(records, EMPTY, reason)
+    if note == "empty" or _NONE_FOUND.search(_outside_think(text)):
+        return ParsedAnswer(records, EMPTY, "the answer holds no geometry")
+    if note == _NO_GEOMETRY_JSON:
+        return ParsedAnswer(records, UNPARSEABLE, note)
     return ParsedAnswer(records, UNPARSEABLE, "no geometry found in the text")
 
 
@@ -282,7 +295,9 @@ class AnswerTables:
             geometry (non_finite, unparseable: lines too), and every answer that yielded
             nothing (index None; status empty or the failure status).
         counts: count_rows, count_rows_with_geometry, count_rows_empty, count_rows_failed,
-            count_polygons, count_points, and one count per record status.
+            count_polygons, count_points, count_rows_bad_image_size (size fields given but not
+            two numbers > 0: read without the size, each record warned), and one count per
+            record status.
     """
 
     polygons: dict
@@ -293,7 +308,7 @@ class AnswerTables:
 
 def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
                   image_heights=None, *, obb_to_hbb=False, geotransform=None,
-                  progress=None) -> AnswerTables:
+                  raster_size=None, progress=None) -> AnswerTables:
     """``parse_answer`` over a table of answers, sorted into polygons, points and failures.
 
     Args:
@@ -301,6 +316,10 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
         image_widths, image_heights: sequences (n,) of sizes in pixels (None where unknown),
             or None.
         coordinate_format, obb_to_hbb, geotransform: as for ``parse_answer``.
+        raster_size: (width, height) in pixels of the raster the geotransform belongs to, or
+            None. A row whose image size differs (the model saw a resampled copy) has its
+            pixel coordinates scaled by (raster width / row width, raster height / row
+            height) before the geotransform, so the whole image maps onto the whole raster.
         progress: optional callable(fraction done); may raise to cancel.
 
     Raises:
@@ -317,18 +336,26 @@ def answer_tables(texts, row_ids, coordinate_format="auto", image_widths=None,
     points = {key: [] for key in record_keys}
     failures = {key: [] for key in ("row_id",) + FAILURE_COLUMNS}
     counts = {"count_rows": n, "count_rows_with_geometry": 0, "count_rows_empty": 0,
-              "count_rows_failed": 0, "count_polygons": 0, "count_points": 0}
+              "count_rows_failed": 0, "count_polygons": 0, "count_points": 0,
+              "count_rows_bad_image_size": 0}
     counts.update({f"count_{s}": 0 for s in (PARSED, REPAIRED, OUT_OF_BOUNDS, NON_FINITE,
                                               UNPARSEABLE)})
     for i in range(n):
         if progress is not None and i % 100 == 0:
             progress(i / max(n, 1))
         width, height = widths[i], heights[i]
+        size_problem = image_size_problem(width, height)
+        if size_problem:
+            counts["count_rows_bad_image_size"] += 1
         if _image_size_or_none(width, height) is None:
             width = height = None
         answer = parse_answer(texts[i], coordinate_format, width, height,
-                              obb_to_hbb=obb_to_hbb, geotransform=geotransform)
+                              obb_to_hbb=obb_to_hbb,
+                              geotransform=_row_geotransform(geotransform, raster_size,
+                                                             width, height))
         for record in answer.records:
+            if size_problem:
+                record.warning = "; ".join(filter(None, [record.warning, size_problem]))
             counts[f"count_{record.status}"] += 1
             kind = record.geometry.geom_type if record.geometry is not None else None
             if kind in ("Polygon", "MultiPolygon"):
@@ -362,11 +389,38 @@ def _append(table, row_id, index, status, reason, span):
         table[key].append(value)
 
 
+def _row_geotransform(geotransform, raster_size, width, height):
+    """The geotransform of a row's image: the raster's, scaled when the row's image (width ×
+    height pixels) is a resampled copy of the raster (raster_size)."""
+    if geotransform is None or raster_size is None or width is None:
+        return geotransform
+    sx, sy = float(raster_size[0]) / float(width), float(raster_size[1]) / float(height)
+    if sx == 1.0 and sy == 1.0:
+        return geotransform
+    g0, g1, g2, g3, g4, g5 = geotransform
+    return (g0, g1 * sx, g2 * sy, g3, g4 * sx, g5 * sy)
+
+
 def _image_size_or_none(width, height):
     try:
         return _image_size(width, height)
     except ValueError:
         return None
+
+
+def image_size_problem(width, height) -> str:
+    """Why a row's image size fields cannot be used ("" when both are usable or both are
+    missing): a size must be two finite numbers > 0 (numbers or text holding numbers)."""
+    if _is_blank(width) and _is_blank(height):
+        return ""
+    if _image_size_or_none(width, height) is not None:
+        return ""
+    return (f"image size {width!r} × {height!r} not usable (two numbers > 0 are needed): "
+            f"read without the image size")
+
+
+def _is_blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 # --- Extraction ---------------------------------------------------------------------------
@@ -386,6 +440,8 @@ def _extract_answer(text: str):
     raws, note = _extract(outside)
     if raws or outside == text:
         return raws, note
+    if note == "empty" or _NONE_FOUND.search(outside):
+        return raws, "empty"  # the final answer says there is nothing: the reasoning is not it
     inside = "".join(c if o == " " and c != " " else " " for c, o in zip(text, outside))
     raws, inside_note = _extract(inside)
     if raws:
@@ -430,25 +486,21 @@ _WKT_START = re.compile(
 def _extract(text: str):
     """(raw spans in text order, note); token syntaxes first, then WKT, then JSON, each on
     the text the earlier ones did not claim."""
-    raws, claimed = [], []
-
-    def free(start, end):
-        return all(end <= s or start >= e for s, e in claimed)
-
+    raws, claimed = [], _Claims()
     for syntax, pattern in _TOKEN_PATTERNS:
         for match in pattern.finditer(text):
-            if not free(match.start(), match.end()):
+            if not claimed.free(match.start(), match.end()):
                 continue
             found = _token_raws(syntax, match)
             if found:
                 raws.extend(found)
-                claimed.append((match.start(), match.end()))
+                claimed.add(match.start(), match.end())
     for start, end in _wkt_spans(text):
-        if free(start, end):
+        if claimed.free(start, end):
             raws.append(_wkt_raw(text, start, end))
-            claimed.append((start, end))
+            claimed.add(start, end)
     masked = list(text)
-    for start, end in claimed:
+    for start, end in claimed.spans():
         masked[start:end] = " " * (end - start)
     json_raws, note = _json_raws("".join(masked))
     raws.extend(json_raws)
@@ -456,21 +508,48 @@ def _extract(text: str):
     return raws, note
 
 
+class _Claims:
+    """Disjoint spans of text already read, sorted: a lookup costs a bisection, so an answer
+    of many geometries is read in n log n rather than n² (50 000 WKT points took 2 minutes)."""
+
+    def __init__(self):
+        self.starts, self.ends = [], []
+
+    def free(self, start: int, end: int) -> bool:
+        k = bisect.bisect_right(self.starts, start)
+        if k > 0 and self.ends[k - 1] > start:
+            return False
+        return k == len(self.starts) or self.starts[k] >= end
+
+    def add(self, start: int, end: int):
+        k = bisect.bisect_right(self.starts, start)
+        self.starts.insert(k, start)
+        self.ends.insert(k, end)
+
+    def spans(self):
+        return zip(self.starts, self.ends)
+
+
 def _token_raws(syntax: str, match) -> list:
     start, end = match.start(), match.end()
     label = (match.groupdict().get("label") or "").strip() or None
     if syntax == "qwen2vl":
         numbers = [float(v) for v in re.findall(_NUMBER, match.group("body"))]
-        if len(numbers) != 4:
+        if not numbers or len(numbers) % 4:
             return [_Raw("box", start, end, failure=(
-                f"Qwen-VL box tokens need 4 numbers, found {len(numbers)}"))]
-        return [_Raw("box", start, end, numbers, "normalized_1000", label)]
+                f"Qwen-VL box tokens need 4 numbers a box, found {len(numbers)}"))]
+        # InternVL writes several boxes in one tag: <ref>car</ref><box>[[..], [..]]</box>
+        return [_Raw("box", start, end, numbers[k:k + 4], "normalized_1000", label)
+                for k in range(0, len(numbers), 4)]
     if syntax == "deepseek":
         body = match.group("body")
         value, repaired = _load_json(body.strip())
         if value is None:
             return [_Raw("box", start, end, failure="DeepSeek-VL2 <|det|> holds no JSON list")]
-        found = _json_value_raws(value, start, end, "deepseek_vl2_999")
+        try:
+            found = _json_value_raws(value, start, end, "deepseek_vl2_999")
+        except RecursionError:
+            return [_Raw("box", start, end, failure="JSON nested too deeply to read")]
         for raw in found:
             raw.label = raw.label or label
             if repaired:
@@ -496,6 +575,14 @@ def _token_raws(syntax: str, match) -> list:
         label_start = offset + cut + len(before[cut:]) - len(before[cut:].lstrip())
         if len(numbers) == 4:
             kind = "box"
+        elif len(numbers) >= 8 and len(numbers) % 4 == 0 and all(
+                numbers[k] <= numbers[k + 2] and numbers[k + 1] <= numbers[k + 3]
+                for k in range(0, len(numbers), 4)):
+            # several boxes of one phrase, as Florence-2's phrase-grounding post-processor
+            # reads them (every 4 tokens a box, x1 <= x2, y1 <= y2); a polygon's vertices
+            # taken 4 at a time are not all such boxes (an OCR quad, 8 tokens, is not)
+            return [_Raw("box", label_start, end, numbers[k:k + 4], "florence2_loc_1000", label)
+                    for k in range(0, len(numbers), 4)]
         elif len(numbers) >= 6 and len(numbers) % 2 == 0:
             kind = "polygon"
         elif len(numbers) == 2:
@@ -577,15 +664,22 @@ def _json_raws(text: str):
     """Raw spans of every top-level JSON value ([...] or {...}) in the text; a value cut off
     at the end of the text is repaired. Returns (raws, note)."""
     raws, note, k = [], "", 0
-    found_json = False
+    found_json, nothing = False, True
     repair_attempts = _REPAIR_ATTEMPTS
+    brackets = _Brackets(text)
     while True:
-        k = _next_bracket(text, k)
+        k = brackets.next(k)
         if k < 0:
             break
+        if not _may_start_json(text, k):
+            k += 1
+            continue
         try:
-            value, end = _DECODER.raw_decode(text, k)
+            value, end = _decode_at(text, k)
             repaired = None
+        except RecursionError:  # nested deeper than Python's stack: not an answer's geometry
+            k = _after_nested(text, k)
+            continue
         except ValueError:
             value, end, repaired = None, k, None
             if repair_attempts > 0:
@@ -595,7 +689,12 @@ def _json_raws(text: str):
                 k += 1
                 continue
         found_json = True
-        found = _json_value_raws(value, k, end, None)
+        try:
+            found = _json_value_raws(value, k, end, None)
+        except RecursionError:
+            found = [_Raw("box", k, end, failure="JSON nested too deeply to read")]
+        if not found:
+            nothing = nothing and _holds_nothing(value)
         if repaired:
             for raw in found:
                 raw.repaired.append(repaired)
@@ -604,13 +703,101 @@ def _json_raws(text: str):
         raws.extend(found)
         k = end
     if found_json and not raws and not note:
-        note = "empty"
+        note = "empty" if nothing else _NO_GEOMETRY_JSON
     return raws, note
 
 
-def _next_bracket(text: str, start: int) -> int:
-    positions = [p for p in (text.find("[", start), text.find("{", start)) if p >= 0]
-    return min(positions) if positions else -1
+def _holds_nothing(value) -> bool:
+    """A JSON value that says "no geometry": null, an empty list or object, or lists and
+    objects whose only containers hold nothing ({"bboxes": []}, {"count": 0, "objects": []}).
+    A value with content but no geometry ({"label": "car"}, {"x1": 10, ...} in a form not read)
+    is not an empty answer."""
+    if value is None:
+        return True
+    if isinstance(value, list):
+        return all(_holds_nothing(v) for v in value)
+    if isinstance(value, dict):
+        containers = [v for v in value.values() if v is None or isinstance(v, (list, dict))]
+        return not value or (bool(containers) and all(_holds_nothing(v) for v in containers))
+    return False
+
+
+class _Brackets:
+    """Positions of the next "[" or "{" at or after a position, each character's next
+    position kept, so that a scan through the text costs one pass per character rather than
+    one per step (text full of "{" with no "[" was quadratic)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.found = {"[": -2, "{": -2}  # -2: not looked up yet; -1: none left
+
+    def next(self, start: int) -> int:
+        positions = []
+        for c in "[{":
+            p = self.found[c]
+            if p == -2 or (0 <= p < start):
+                p = self.found[c] = self.text.find(c, start)
+            if p >= 0:
+                positions.append(p)
+        return min(positions) if positions else -1
+
+
+#: What may follow "[" or "{" (after blanks) in JSON or in the slips _lenient repairs.
+_JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\''), "{": set('"}\'')}
+#: First window of text decoded at a bracket; doubled while the value runs past it.
+_DECODE_WINDOW = 4096
+
+
+def _may_start_json(text: str, k: int) -> bool:
+    """Whether the bracket at k may open a JSON value (a cheap test that spares the decoder,
+    whose errors cost a pass over the text before them)."""
+    j, n = k + 1, len(text)
+    while j < n and text[j] in " \t\r\n":
+        j += 1
+    return j < n and text[j] in _JSON_AFTER[text[k]]
+
+
+def _decode_at(text: str, k: int):
+    """(value, end) of the JSON value starting at k, decoded in a window of the text that
+    doubles while the value runs past it: a decoding error costs the window, not the text
+    before it (json's error counts the lines from the start of the document). Raises
+    ValueError (not JSON there) or RecursionError (nested too deep)."""
+    window = _DECODE_WINDOW
+    while True:
+        part = text[k:k + window]
+        truncated = k + window < len(text)
+        try:
+            value, end = _DECODER.raw_decode(part)
+            return value, k + end
+        except json.JSONDecodeError as exc:
+            cut_off = exc.pos >= len(part) - 1 or exc.msg.startswith("Unterminated string")
+            if not (truncated and cut_off):
+                raise
+        window *= 2
+
+
+def _after_nested(text: str, k: int) -> int:
+    """The position after the brackets opened at k close (brackets in strings ignored), or
+    the end of the text."""
+    depth, in_string, escape = 0, False, False
+    for j in range(k, len(text)):
+        c = text[j]
+        if in_string:
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth <= 0:
+                return j + 1
+    return len(text)
 
 
 #: Repairs tried per answer, and prefixes tried per repair: each costs a pass over the rest
@@ -618,6 +805,7 @@ def _next_bracket(text: str, start: int) -> int:
 _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 _TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
+_NO_GEOMETRY_JSON = "JSON without a geometry in a form this tool reads"
 _MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
 
 
@@ -626,6 +814,8 @@ def _load_json(text: str):
     slips; (None, None) if neither works."""
     try:
         return json.loads(text), None
+    except RecursionError:
+        return None, None
     except ValueError:
         if not text:
             return None, None
@@ -645,7 +835,7 @@ def _lenient(span: str):
         return None
     try:
         return json.loads(fixed)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -684,7 +874,7 @@ def _repair_truncated(text: str, start: int):
     for cut, closers in reversed(cuts[-_REPAIR_CUTS:]):
         try:
             return json.loads(text[start:cut] + closers), len(text), _TRUNCATED
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     return None, start, None
 
@@ -753,6 +943,9 @@ def _json_object_raws(obj: dict, start, end, convention, label) -> list:
     obb = _centre_size_angle(keys)
     if obb is not None:
         return [_Raw("oriented_box", start, end, obb[:4], convention, label, obb[4])]
+    keyed = _keyed_geometry(keys, start, end, convention, label)
+    if keyed is not None:
+        return [keyed]
     out = []
     for key in _BOX_KEYS:
         if key in keys:
@@ -790,6 +983,41 @@ def _centre_size_angle(keys: dict):
     return None
 
 
+#: Keys of a box given by its corners, x1 y1 x2 y2 in that order.
+_CORNER_KEYS = (("x1", "y1", "x2", "y2"), ("xmin", "ymin", "xmax", "ymax"),
+                ("x_min", "y_min", "x_max", "y_max"), ("left", "top", "right", "bottom"))
+
+
+def _keyed_geometry(keys: dict, start, end, convention, label):
+    """A box from corner keys ({"x1": …, "y1": …, "x2": …, "y2": …}, xmin/ymin/xmax/ymax,
+    x_min/…, left/top/right/bottom) or a point from {"x": …, "y": …}; a failure for x, y,
+    width, height, which does not say whether (x, y) is the centre or a corner; None when the
+    keys are none of these. Numbers given as strings are read (status repaired)."""
+    for names in _CORNER_KEYS:
+        if all(n in keys for n in names):
+            return _keyed_numbers([keys[n] for n in names], start, end, convention, "box",
+                                  label)
+    if "x" in keys and "y" in keys:
+        if any(k in keys for k in ("w", "h", "width", "height")):
+            return _Raw("box", start, end, failure=(
+                "x, y, width, height: whether (x, y) is the centre or the top-left corner is "
+                "not stated"))
+        return _keyed_numbers([keys["x"], keys["y"]], start, end, convention, "point", label)
+    return None
+
+
+def _keyed_numbers(values, start, end, convention, kind, label) -> _Raw:
+    numbers = _floats(values) if all(
+        _is_number(v) or isinstance(v, str) for v in values) else None
+    if numbers is None:
+        return _Raw(kind, start, end, failure=f"{kind} keys that are not numbers: "
+                                              f"{json.dumps(values)[:80]}")
+    raw = _numbers_raw(numbers, start, end, convention, kind, label)
+    if any(isinstance(v, str) for v in values):
+        raw.repaired.append("numbers given as strings")
+    return raw
+
+
 def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
     if not isinstance(value, list):
         if isinstance(value, dict):
@@ -797,8 +1025,10 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
         return []
     if not value:
         return []
-    if all(isinstance(v, str) for v in value) and kind_hint is not None:
-        numbers = _floats(value)  # {"bbox": ["10", "20", "30", "40"]}
+    some_strings = any(isinstance(v, str) for v in value)
+    if some_strings and all(isinstance(v, str) or _is_number(v) for v in value) and (
+            kind_hint is not None or len(value) >= 4):
+        numbers = _floats(value)  # {"bbox": ["10", "20", "30", "40"]}, [10, "NaN", 50, 40]
         if numbers is not None:
             raw = _numbers_raw(numbers, start, end, convention, kind_hint, label)
             raw.repaired.append("numbers given as strings")
@@ -814,6 +1044,8 @@ def _json_list_raws(value, start, end, convention, kind_hint, label) -> list:
         flat = [float(c) for pair in value for c in pair]
         if kind_hint == "oriented_box":
             kind = "oriented_box" if len(value) == 4 else "polygon"
+        elif kind_hint == "polygon":
+            kind = "polygon"
         else:
             kind = "box" if len(value) == 2 else "polygon"
         return [_numbers_raw(flat, start, end, convention, kind, label)]
@@ -849,6 +1081,9 @@ def _numbers_raw(numbers, start, end, convention, kind_hint, label) -> _Raw:
         if n == 2:
             return _Raw("point", start, end, numbers, convention, label)
         return _Raw("point", start, end, failure=f"a point needs 2 numbers, got {n}")
+    if kind_hint == "polygon" and n < 6:
+        return _Raw("polygon", start, end, failure=(
+            f"a polygon needs at least 3 points (6 numbers), got {n} numbers {_short(numbers)}"))
     if n == 4 and kind_hint in (None, "box"):
         return _Raw("box", start, end, numbers, convention, label)
     if n >= 6 and n % 2 == 0 and kind_hint in (None, "polygon", "box"):
@@ -1174,5 +1409,5 @@ def mask_to_polygons(inside: np.ndarray):
 
 __all__ = [
     "COORDINATE_FORMATS", "CONVENTIONS", "Convention", "GeometryRecord", "ParsedAnswer",
-    "parse_answer", "decode_png", "mask_to_polygons",
+    "parse_answer", "decode_png", "mask_to_polygons", "image_size_problem",
 ]

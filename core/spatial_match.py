@@ -39,7 +39,14 @@ import shapely
 
 from .grouping import is_missing
 from .matching import at_or_above
-from .model_text import EMPTY, NON_FINITE, OUT_OF_BOUNDS, UNPARSEABLE, parse_answer
+from .model_text import (
+    EMPTY,
+    NON_FINITE,
+    OUT_OF_BOUNDS,
+    UNPARSEABLE,
+    image_size_problem,
+    parse_answer,
+)
 from .pair_metrics import pair_metrics
 
 #: IoU thresholds of the Acc@τ summary (share of rows whose best IoU is at least τ).
@@ -137,6 +144,9 @@ def spatial_match(
         answer = parse_answer(answers[i], coordinate_format, *size)
         truth = parse_answer(expected[i], coordinate_format, *size)
         row = _row(answer, truth, group_values[i])
+        size_problem = image_size_problem(widths[i], heights[i])
+        if size_problem:
+            row["warning"] = "; ".join(filter(None, [row["warning"], size_problem]))
         for name, _ in ROW_COLUMNS:
             rows[name].append(row[name])
         expected_geoms.append(row.pop("_expected_polygons"))
@@ -224,11 +234,12 @@ def _row(answer, truth, group) -> dict:
         row.update(scored=False, best_iou=None, dice=None, giou=None,
                    reason=f"expected geometry unreadable: {truth.reason}")
         return row
+    # the expected area counts in the cumulative IoU's union even when nothing can be paired
+    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     if len(frames) > 1:
         row["reason"] = ("answer and expected are in different frames (" + row["frame"] +
                          "): give the image width and height")
         return row
-    row["_expected_polygons"] = [r.geometry for r in truth_polygons]
     if answer_points and (truth_polygons or truth_points):
         row["point_hit"], row["point_distance"] = _point_scores(answer_points, truth_polygons,
                                                                 truth_points)

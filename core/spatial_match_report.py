@@ -52,6 +52,9 @@ DEFINITIONS = (
 FAILED_ROWS_LISTED = 100
 
 
+#: The phrase of model_text.image_size_problem's message, to tell it from convention warnings.
+_SIZE_PROBLEM = "not usable (two numbers > 0 are needed)"
+
 def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
                  reproduce: dict | None = None, row_ids=None) -> dict:
     """The JSON-ready report: metrics, per_group, answer_status_counts, failed_rows (the
@@ -70,6 +73,11 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
     statuses = Counter(s for s, scored in zip(result.rows["answer_status"],
                                               result.rows["scored"]) if scored)
     warnings = []
+    if not result.metrics["count_rows"]:
+        warnings.append("the table has no rows: every rate is undefined (null)")
+    elif not result.metrics["count_scored"]:
+        warnings.append("no row could be scored (no expected geometry could be read): every "
+                        "rate is undefined (null)")
     n_unreadable = result.metrics["count_expected_unreadable"]
     if n_unreadable:
         warnings.append(f"{_rows(n_unreadable)} with an expected geometry that could not be "
@@ -78,7 +86,12 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
     if any("," in f for f in frames):
         warnings.append("some rows compare pixels with fractions of the image: give the image "
                         "width and height fields")
-    ambiguous = sum(1 for w in result.rows["warning"] if w)
+    bad_size = sum(1 for w in result.rows["warning"] if _SIZE_PROBLEM in (w or ""))
+    if bad_size:
+        warnings.append(f"{_rows(bad_size)} with image width / height fields that are not two "
+                        f"numbers > 0: read without the image size (see the warning column)")
+    ambiguous = sum(1 for w in result.rows["warning"]
+                    if any(part and _SIZE_PROBLEM not in part for part in (w or "").split("; ")))
     if ambiguous:
         warnings.append(f"{_rows(ambiguous)} read with an ambiguous coordinate convention "
                         f"(see the warning column of the output; set COORDINATE_FORMAT to "

@@ -21,7 +21,7 @@ IMAGE_HEIGHT_FIELD = "IMAGE_HEIGHT_FIELD"
 
 COORDINATE_FORMAT_LABELS = (
     "auto (from the syntax, else from the value range, with a warning when ambiguous)",
-    "pixel_xyxy (pixels, x1 y1 x2 y2)",
+    "pixel_xyxy (pixels, x1 y1 x2 y2, Qwen2.5-VL)",
     "normalized_1 (fractions 0–1)",
     "normalized_1000 (0–1000 grid, Qwen3-VL)",
     "pixel_yxyx (pixels, y first)",
@@ -42,7 +42,9 @@ and Gemini's box_2d / point: 0–1000, Gemini y first; GeoChat
 {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and Molmo points: percent). A token syntax always uses its own convention; COORDINATE_FORMAT
 applies to plain numbers (JSON lists, bbox / bbox_2d / bboxes / point_2d keys, polygons, WKT).
 With the image width and height, normalised coordinates become pixels; without them they stay
-fractions of the image. <b>auto</b> reads values in [0, 1] as fractions; above 1, as pixels
+fractions of the image. Qwen2.5-VL writes absolute pixels of the image as its processor
+resized it (sides multiples of 28), not of the original (QwenLM/Qwen2.5-VL issue 676): give
+that size, and with a RASTER the pixels are scaled onto it; Qwen2-VL and Qwen3-VL write 0–1000. <b>auto</b> reads values in [0, 1] as fractions; above 1, as pixels
 when they fit the image, as 0–1000 when they exceed the image but not 1000, and warns when
 both readings fit (or when there is no image size to tell).</p>
 <p><b>Status</b> of each geometry: parsed; repaired (corners reordered, truncated JSON,

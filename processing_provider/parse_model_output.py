@@ -149,9 +149,15 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
         widths, heights = columns["width"], columns["height"]
+        if raster is not None and geotransform is None:
+            feedback.pushWarning(
+                f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
+                f"the image size of rows without one; coordinates stay in pixels")
+        if raster is not None and not raster.crs().isValid():
+            feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
         if raster_size is not None:
-            widths = [raster_size[0] if w is None else w for w in widths]
-            heights = [raster_size[1] if h is None else h for h in heights]
+            widths = [raster_size[0] if _blank(w) else w for w in widths]
+            heights = [raster_size[1] if _blank(h) else h for h in heights]
 
         def progress(fraction):
             if feedback.isCanceled():
@@ -163,7 +169,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                 columns["text"], row_ids, coordinate_format(self, parameters, context),
                 widths, heights,
                 obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
-                geotransform=geotransform, progress=progress,
+                geotransform=geotransform, raster_size=raster_size, progress=progress,
             )
         except _Canceled:
             return {}
@@ -188,6 +194,11 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                                         crs if kind != NO_GEOMETRY else
                                         QgsCoordinateReferenceSystem())
         counts = tables.counts
+        if counts["count_rows_bad_image_size"]:
+            feedback.pushWarning(
+                f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+                f"that are not two numbers > 0: read without the image size (see the warning "
+                f"column)")
         feedback.pushInfo(
             f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
             f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
@@ -220,16 +231,24 @@ class _Canceled(Exception):
     pass
 
 
+def _blank(value) -> bool:
+    """A missing size cell: NULL, or empty text (a CSV read without column types)."""
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def raster_geotransform(raster):
     """(GDAL geotransform, (width, height)) of a raster layer: read by GDAL (rotated
-    rasters too), else north-up from the layer's extent and size."""
+    rasters too; None when the raster has no georeferencing), else north-up from the layer's
+    extent and size."""
     width, height = raster.width(), raster.height()
     try:
         from osgeo import gdal
 
         dataset = gdal.Open(raster.source())
         if dataset is not None:
-            return tuple(dataset.GetGeoTransform()), (dataset.RasterXSize, dataset.RasterYSize)
+            geotransform = dataset.GetGeoTransform(can_return_null=True)
+            return (tuple(geotransform) if geotransform is not None else None,
+                    (dataset.RasterXSize, dataset.RasterYSize))
     except (ImportError, RuntimeError):
         pass
     extent = raster.extent()

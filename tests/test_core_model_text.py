@@ -366,7 +366,8 @@ def test_pixels_become_map_coordinates_through_a_rotated_geotransform():
 
 # --- Empty, failures, think blocks ---------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["[]", "No buildings found.", "None.", '{"bbox_2d": []}', ""])
+@pytest.mark.parametrize("text", ["[]", "No buildings found.", "None.", '{"bbox_2d": []}',
+                                  '{"count": 0, "objects": []}', '{"bbox": null}'])
 def test_empty_answers(text):
     assert parse_answer(text).status == "empty"
 
@@ -376,6 +377,16 @@ def test_empty_answers(text):
     ("[1, 2, 3]", "3 numbers"),
     ('{"bbox": [1, 2, 3, 4', "truncated"),
     (None, "null"),
+    # blank text is no answer, as NULL is (QGIS reads an empty CSV cell as NULL): never
+    # "nothing there", which would make a blank expected cell a correct rejection
+    ("", "blank"),
+    ("  \n ", "blank"),
+    # JSON with content but no geometry is not an empty answer
+    ('{"label": "car"}', "JSON without a geometry"),
+    ('["car", "dog"]', "JSON without a geometry"),
+    ('{"answer": "yes", "count": 3}', "JSON without a geometry"),
+    ('{"x": 10, "y": 20, "width": 30, "height": 40}', "centre or the top-left corner"),
+    ('{"polygon": [[10, 20], [30, 20]]}', "at least 3 points"),
 ])
 def test_failures_name_their_reason(text, reason):
     answer = parse_answer(text)
@@ -390,6 +401,44 @@ def test_think_block_is_skipped_when_the_answer_has_geometry():
     answer = parse_answer("<think>maybe [1, 2, 3, 4]?</think> The box is [10, 10, 20, 20].",
                           "pixel_xyxy")
     assert boxes(answer) == [(10, 10, 20, 20)]
+
+
+def test_think_block_is_not_read_when_the_answer_says_none_found():
+    # the final answer is "nothing": a box the model considered while reasoning is not it
+    answer = parse_answer("<think>maybe [10, 10, 20, 20]?</think>\nNo cars found.",
+                          "pixel_xyxy")
+    assert answer.status == "empty" and answer.records == []
+    answer = parse_answer("<think>maybe [10, 10, 20, 20]?</think> []", "pixel_xyxy")
+    assert answer.status == "empty" and answer.records == []
+
+
+@pytest.mark.parametrize("text", [
+    '{"x1": 10, "y1": 20, "x2": 30, "y2": 40}',
+    '{"xmin": 10, "ymin": 20, "xmax": 30, "ymax": 40, "label": "car"}',
+    '{"x_min": 30, "y_min": 40, "x_max": 10, "y_max": 20}',
+    '{"left": 10, "top": 20, "right": 30, "bottom": 40}',
+    '{"bbox": {"x1": "10", "y1": "20", "x2": "30", "y2": "40"}}',
+])
+def test_boxes_given_by_corner_keys(text):
+    answer = parse_answer(text, "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+
+
+def test_a_point_given_by_x_and_y_keys():
+    answer = parse_answer('{"x": 0.25, "y": 0.5}', "normalized_1", 200, 100)
+    assert answer.usable[0].geometry.equals(shapely.Point(50, 50))
+
+
+def test_numbers_as_strings_in_any_list():
+    # all strings at the top level, and strings mixed with numbers: read, status repaired
+    for text in ('["10", "20", "30", "40"]', '{"bbox": ["10", 20, "30", 40]}'):
+        answer = parse_answer(text, "pixel_xyxy")
+        assert boxes(answer) == [(10, 20, 30, 40)]
+        assert answer.usable[0].status == "repaired"
+    # "NaN" as a string is a non-finite coordinate, not a list of words
+    answer = parse_answer('[[10, 10, 50, 40], [10, "NaN", 50, 40]]', "pixel_xyxy")
+    assert boxes(answer) == [(10, 10, 50, 40)]
+    assert [r.status for r in answer.failures] == ["non_finite"]
 
 
 def test_think_block_is_read_when_the_answer_has_none():
@@ -475,3 +524,85 @@ def test_the_parser_never_fails_inside_on_format_fragments(text, fmt, with_size)
     for record in answer.usable:
         assert record.geometry is not None and not record.geometry.is_empty
         assert np.all(np.isfinite(shapely.get_coordinates(record.geometry)))
+
+
+def test_unusable_image_sizes_are_counted_and_warned():
+    from iou_evaluation.core.model_text import answer_tables
+
+    # width 0, a negative width, text that is not a number, one side missing: each row is
+    # read without the size (fractions stay fractions) and says why; "640" is a number
+    tables = answer_tables(["[0.1, 0.2, 0.3, 0.4]"] * 6, [1, 2, 3, 4, 5, 6],
+                           image_widths=[0, -5, "abc", 640, "640", None],
+                           image_heights=[100, 100, "100", None, "480", None])
+    assert tables.counts["count_rows_bad_image_size"] == 4
+    assert tables.polygons["frame"] == ["fraction"] * 4 + ["pixel", "fraction"]
+    assert ["not usable" in w for w in tables.polygons["warning"]] == [True] * 4 + [False] * 2
+    # 0.1 · 640 = 64, 0.2 · 480 = 96, 0.3 · 640 = 192, 0.4 · 480 = 192
+    assert tables.polygons["geometry"][4].bounds == (64, 96, 192, 192)
+
+
+def test_florence2_several_boxes_of_one_phrase():
+    # phrase grounding: every 4 loc tokens a box (Florence-2's post-processor), bin b → b + 0.5
+    # pixels on a 1000-pixel image
+    answer = parse_answer("A green car<loc_100><loc_200><loc_299><loc_399>"
+                          "<loc_500><loc_600><loc_699><loc_799>", "auto", 1000, 1000)
+    assert boxes(answer) == [(100.5, 200.5, 299.5, 399.5), (500.5, 600.5, 699.5, 799.5)]
+    assert [r.label for r in answer.usable] == ["A green car"] * 2
+    # an OCR quad (8 tokens, corners in ring order) is not two boxes: one polygon
+    answer = parse_answer("text<loc_100><loc_200><loc_300><loc_200><loc_300><loc_400>"
+                          "<loc_100><loc_400>", "auto", 1000, 1000)
+    assert [r.kind for r in answer.usable] == ["polygon"]
+    assert answer.usable[0].geometry.area == pytest.approx(200 * 200)
+
+
+def test_internvl_several_boxes_in_one_box_tag():
+    answer = parse_answer("<ref>car</ref><box>[[100, 200, 300, 400], [500, 600, 700, 800]]</box>",
+                          "auto", 500, 1000)
+    # 0–1000: x · 500 / 1000, y · 1000 / 1000
+    assert boxes(answer) == [(50, 200, 150, 400), (250, 600, 350, 800)]
+
+
+def test_brackets_nested_past_the_stack_do_not_hide_a_later_box():
+    # 5000 levels: json raises RecursionError; the run is skipped, not the whole answer
+    answer = parse_answer("[" * 5000 + "]" * 5000 + " The box: [10, 20, 30, 40]", "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    answer = parse_answer("<|det|>" + "[" * 3000 + "]" * 3000 + "<|/det|> [10, 20, 30, 40]",
+                          "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+
+
+def test_text_full_of_brackets_is_read_in_one_pass():
+    # each failed decode used to count the lines before it (json's error message), and each
+    # span lookup compared with every span read: both quadratic; values stay the same
+    answer = parse_answer("{" * 200_000 + " [10, 20, 30, 40]", "pixel_xyxy")
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    answer = parse_answer("[1 " * 100_000, "pixel_xyxy")
+    assert answer.status == "unparseable"
+    answer = parse_answer("POINT (1 2) " * 5000, "pixel_xyxy")
+    assert len(answer.usable) == 5000
+    # a value longer than the first decoding window (4096 characters) is read whole
+    many = "[" + ", ".join(f"[{k}, {k}, {k + 1}, {k + 1}]" for k in range(2000)) + "]"
+    assert len(many) > 8 * 4096
+    answer = parse_answer(many, "pixel_xyxy")
+    assert boxes(answer)[-1] == (1999, 1999, 2000, 2000) and len(answer.usable) == 2000
+
+
+def test_a_json_field_value_and_other_types():
+    # QGIS reads a GeoPackage JSON field as a dict or list: read as its JSON text
+    assert boxes(parse_answer({"bbox": [10, 20, 30, 40]}, "pixel_xyxy")) == [(10, 20, 30, 40)]
+    assert boxes(parse_answer([[10, 20, 30, 40]], "pixel_xyxy")) == [(10, 20, 30, 40)]
+    answer = parse_answer(42, "pixel_xyxy")
+    assert answer.status == "unparseable" and "not text (int)" in answer.reason
+
+
+@pytest.mark.parametrize("text", [
+    "There is no doubt: the car is at the top left.",
+    "The car, none other than a taxi, is at the top left.",
+])
+def test_figures_of_speech_are_not_none_found(text):
+    # no geometry and no "nothing there": a failure to read, not a correct rejection
+    assert parse_answer(text).status == "unparseable"
+
+
+def test_there_are_no_cars_is_still_empty():
+    assert parse_answer("There are no cars in this image.").status == "empty"

@@ -127,3 +127,47 @@ def test_scores_stay_in_range_on_arbitrary_text(pairs):
         assert (iou is None) != scored or iou is None
         if scored:
             assert 0.0 <= iou <= 1.0
+
+
+def test_a_blank_expected_cell_is_not_scored():
+    # blank is a missing expected geometry (as NULL), not "nothing expected": the row is not
+    # scored, so a hallucinated box is not failed against it nor a blank answer passed
+    result = spatial_match(["[0, 0, 10, 10]", "", "[0, 0, 10, 10]"],
+                           ["", "", "[0, 0, 10, 20]"])
+    assert result.rows["scored"] == [False, False, True]
+    assert result.metrics["count_expected_unreadable"] == 2
+    assert result.metrics["count_true_negative"] == 0
+    assert result.metrics["pass_rate"] == 1.0  # the one scored row: IoU 100/200 = 0.5
+
+
+def test_a_blank_answer_is_a_parse_failure():
+    row, metrics = one("", "[0, 0, 10, 10]")
+    assert row["answer_status"] == "unparseable" and not row["passed"]
+    assert metrics["parse_failure_rate"] == 1.0
+
+
+def test_an_unusable_image_size_is_warned_in_the_row():
+    row, _ = one("[0.1, 0.1, 0.2, 0.2]", "[0.1, 0.1, 0.2, 0.2]", image_widths=[0],
+                 image_heights=[100])
+    assert "not usable" in row["warning"]
+    assert row["best_iou"] == 1.0  # both sides in fractions of the image: comparable
+
+
+def test_a_table_without_rows_or_scored_rows_says_so():
+    from iou_evaluation.core.spatial_match_report import build_report
+
+    for answers, expected, words in (([], [], "no rows"),
+                                     (["[0, 0, 1, 1]"], [None], "no row could be scored")):
+        result = spatial_match(answers, expected)
+        assert math.isnan(result.metrics["pass_rate"])
+        report = build_report(result, {}, {}, {}, list(range(len(answers))))
+        assert any(words in w for w in report["warnings"])
+
+
+def test_a_row_in_another_frame_adds_its_expected_area_to_the_cumulative_union():
+    # row 1: I = U = 100; row 2: fractions against pixels (no image size), IoU 0, its
+    # expected 10 × 10 box in the union as a row without an answer: 100 / (100 + 100)
+    result = spatial_match(["[0, 0, 10, 10]", "[0.1, 0.1, 0.2, 0.2]"],
+                           ["[0, 0, 10, 10]", "[10, 10, 20, 20]"])
+    assert "different frames" in result.rows["reason"][1]
+    assert result.metrics["cumulative_iou"] == pytest.approx(0.5)

@@ -93,6 +93,54 @@ def test_parsemodeloutput_georeferences_pixels_through_the_raster(ioueval_provid
     assert result["OUTPUT"].crs().authid() == "EPSG:32633"
 
 
+def test_raster_size_fills_blank_size_cells_and_scales_resampled_images(ioueval_provider,
+                                                                           tmp_path):
+    from osgeo import gdal
+
+    path = str(tmp_path / "image.tif")
+    dataset = gdal.GetDriverByName("GTiff").Create(path, 100, 50, 1, gdal.GDT_Byte)
+    dataset.SetGeoTransform((1000.0, 2.0, 0.0, 2000.0, 0.0, -2.0))  # no CRS
+    dataset = None
+    fields = ("id", "answer", "width", "height")
+    layer = QgsVectorLayer("None", "answers", "memory")
+    layer.dataProvider().addAttributes([QgsField(f, QVariant.String) for f in fields])
+    layer.updateFields()
+    features = []
+    for row in [("1", "[0.5, 0.5, 1, 1]", "", ""),  # blank text cells: the raster's size
+                ("2", "[0.5, 0.5, 1, 1]", "50", "25")]:  # a half-size copy of the raster
+        feature = QgsFeature(layer.fields())
+        feature.setAttributes(list(row))
+        features.append(feature)
+    layer.dataProvider().addFeatures(features)
+    result = run("ioueval:parsemodeloutput", {
+        "INPUT": layer, "TEXT_FIELD": "answer", "ID_FIELD": "id", "COORDINATE_FORMAT": 2,
+        "IMAGE_WIDTH_FIELD": "width", "IMAGE_HEIGHT_FIELD": "height", "RASTER": path,
+        "OUTPUT": "TEMPORARY_OUTPUT",
+    })
+    # both rows: the lower-right quarter of the raster, pixels 50–100 × 25–50:
+    # X = 1000 + 2·50 … 1000 + 2·100, Y = 2000 - 2·50 … 2000 - 2·25
+    boxes = [f.geometry().boundingBox().toRectF().getCoords()
+             for f in result["OUTPUT"].getFeatures()]
+    assert boxes == [(1100, 1900, 1200, 1950)] * 2
+    assert [f["frame"] for f in result["OUTPUT"].getFeatures()] == ["map", "map"]
+
+
+def test_a_raster_without_georeferencing_keeps_pixels(ioueval_provider, tmp_path):
+    from osgeo import gdal
+
+    path = str(tmp_path / "plain.tif")
+    gdal.GetDriverByName("GTiff").Create(path, 100, 50, 1, gdal.GDT_Byte)
+    layer = table([(1, "[0.5, 0.5, 1, 1]", None, None, None, "a")])
+    result = run("ioueval:parsemodeloutput", {
+        "INPUT": layer, "TEXT_FIELD": "answer", "COORDINATE_FORMAT": 2, "RASTER": path,
+        "OUTPUT": "TEMPORARY_OUTPUT",
+    })
+    feature = next(result["OUTPUT"].getFeatures())
+    # the raster's size is the image size; no geotransform: pixels, not "map"
+    assert feature.geometry().boundingBox().toRectF().getCoords() == (50, 25, 100, 50)
+    assert feature["frame"] == "pixel"
+
+
 def test_spatialmatch_scores_rows_and_writes_reports(ioueval_provider, tmp_path):
     layer = table([
         # IoU 1 (the first of two boxes is exact)
