@@ -14,9 +14,11 @@ from ..core.class_map_polygons import polygon_class_confusion
 from ..core.class_map_report import build_class_map_report
 from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
 from ..core.progress import EvaluationCanceled
+from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .compat import VECTOR_POLYGON
 from .layers import crs_for_pyproj, forward_core_log, read_source
+from .parameters import add_missing_help
 from .reporting import input_description
 from .validation import polygon_source_error
 
@@ -45,6 +47,7 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
     NAME = "classmapiou"
     DISPLAY_NAME = "Class map IoU (polygons)"
     HELP = HELP
+    SHORT_HELP = "Per-class IoU and mIoU of two categorised polygon layers, from exact areas."
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     PREDICTED_CLASS_FIELD = "PREDICTED_CLASS_FIELD"
@@ -73,6 +76,7 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
             [VECTOR_POLYGON], optional=True,
         ))
         self.add_class_map_outputs()
+        add_missing_help(self, parameter_help.CLASSMAP_IOU)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)

@@ -20,6 +20,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     ADVANCED,
@@ -42,6 +43,7 @@ from .model_text_parameters import (
     image_size_parameters,
     read_columns,
 )
+from .parameters import add_missing_help
 
 HELP = """
 <p>Recovers every geometry a language or vision-language model wrote in its answers: boxes,
@@ -76,6 +78,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
     NAME = "parsemodeloutput"
     DISPLAY_NAME = "Geometries from model output"
     HELP = HELP
+    SHORT_HELP = "Boxes, polygons, masks and points read from the text answers of a model."
     GROUP = "Model output (text)"
     GROUP_ID = "modeltext"
     INPUT = "INPUT"
@@ -129,6 +132,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                 name, self.tr(label), kind, optional=True, createByDefault=True))
         for name, (_, label) in self.NUMERIC_OUTPUTS.items():
             self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        add_missing_help(self, parameter_help.PARSE_MODEL_OUTPUT)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, self.INPUT, context)

@@ -20,6 +20,7 @@ from qgis.PyQt.QtCore import QVariant
 from ..core.report import to_json_text, write_atomically
 from ..core.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.spatial_match_report import build_report, render_html
+from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
 from .layers import feature_batches, qgis_values
@@ -33,6 +34,7 @@ from .model_text_parameters import (
     image_size_parameters,
     read_columns,
 )
+from .parameters import add_missing_help
 from .reporting import input_description, plain_parameters, provenance
 from .validation import same_destination_error, unwritable_destination_error
 
@@ -63,6 +65,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
     NAME = "spatialmatch"
     DISPLAY_NAME = "Spatial match (text)"
     HELP = HELP
+    SHORT_HELP = "Model answers scored row by row against expected geometries: best IoU, pass rate."
     GROUP = "Model output (text)"
     GROUP_ID = "modeltext"
     INPUT = "INPUT"
@@ -118,6 +121,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             optional=True, createByDefault=True))
         for name, (_, label) in self.NUMERIC_OUTPUTS.items():
             self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        add_missing_help(self, parameter_help.SPATIAL_MATCH)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
