@@ -86,9 +86,6 @@ SPATIAL_MATCH = {
     "GROUP_FIELD": "A column (model, prompt, class): the summary is repeated per value.",
     "OUTPUT": "One row per answer: best IoU, Dice, GIoU, pass, centre and point hits, and the "
     "parse status of the answer and of the expected geometry.",
-    "REPORT_JSON": "The summary and per-group metrics, parameters and library versions, "
-    "machine-readable (it feeds Check release thresholds).",
-    "REPORT_HTML": "The same report to read: one self-contained HTML file.",
 }
 
 #: The outputs of both class-map algorithms (class_maps.ClassMapAlgorithm).

@@ -19,8 +19,8 @@ from ..core.class_map_report import build_class_map_report
 from ..core.progress import EvaluationCanceled
 from ..core.raster_confusion import open_band, raster_confusion, read_class_table
 from . import parameter_help
-from .class_maps import ClassMapAlgorithm, requested
-from .parameters import add_missing_help
+from .class_maps import ClassMapAlgorithm
+from .parameters import add_missing_help, requested
 from .styles import STYLE_DIR, StylePostProcessor
 
 HELP = """
