@@ -64,7 +64,8 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                 layer, self.tr(label), [VECTOR_POLYGON]
             ))
             self.addParameter(QgsProcessingParameterField(
-                field, self.tr(f"{label}: class field"), parentLayerParameterName=layer
+                field, self.tr("{layer}: class field").format(layer=self.tr(label)),
+                parentLayerParameterName=layer,
             ))
         self.addParameter(QgsProcessingParameterCrs(
             self.EQUAL_AREA_CRS, self.tr("Equal-area CRS for areas (metres)"),

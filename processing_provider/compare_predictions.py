@@ -153,11 +153,13 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         layers = self.parameterAsLayerList(parameters, self.PREDICTED_LAYERS, context)
         if len(layers) < 2:
             return False, self.tr(
-                f"PREDICTED_LAYERS: give at least two layers to compare, got {len(layers)}"
-            )
+                "PREDICTED_LAYERS: give at least two layers to compare, got {count}"
+            ).format(count=len(layers))
         for layer in layers:
             if not isinstance(layer, QgsVectorLayer):
-                return False, self.tr(f"PREDICTED_LAYERS: {layer.name()} is not a vector layer")
+                return False, self.tr("PREDICTED_LAYERS: {layer} is not a vector layer").format(
+                    layer=layer.name()
+                )
             error = polygon_source_error(layer, f"PREDICTED_LAYERS ({layer.name()})")
             if error:
                 return False, error

@@ -323,7 +323,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ):
             given = [bool(self.parameterAsString(parameters, n, context)) for n in (first, second)]
             if given[0] != given[1]:
-                return False, self.tr(f"{first} and {second} must be given together")
+                return False, self.tr("{first} and {second} must be given together").format(
+                    first=first, second=second
+                )
         sources, error = polygon_sources(self, parameters, context)
         if error:
             return False, error
@@ -336,7 +338,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         if self.SCORE_FIELD in fields:
             field = sources[self.PREDICTED].fields().at(fields[self.SCORE_FIELD][1])
             if not field.isNumeric():
-                return False, self.tr(f"SCORE_FIELD: {field.name()} is not a numeric field")
+                return False, self.tr("SCORE_FIELD: {field} is not a numeric field").format(
+                    field=field.name()
+                )
         error = study_area_error(self, parameters, context) or same_destination_error(
             parameters, self.DESTINATIONS
         ) or next(

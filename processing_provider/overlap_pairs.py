@@ -87,12 +87,13 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
                 with_help(
                     QgsProcessingParameterField(
                         name,
-                        self.tr(f"Id field of the {layer} layer (default: feature id only)"),
+                        self.tr("Id field of the {layer} layer (default: feature id only)")
+                        .format(layer=layer),
                         parentLayerParameterName=parent,
                         optional=True,
                     ),
-                    self.tr(f"Written as {layer[:4]}_id beside the feature id "
-                            f"{layer[:4]}_fid."),
+                    self.tr("Written as {prefix}_id beside the feature id {prefix}_fid.")
+                    .format(prefix=layer[:4]),
                 )
             )
         self.addParameter(equal_area_crs_parameter(self.tr))

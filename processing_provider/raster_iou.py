@@ -80,7 +80,8 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         ):
             self.addParameter(QgsProcessingParameterRasterLayer(layer, self.tr(label)))
             self.addParameter(QgsProcessingParameterBand(
-                band, self.tr(f"{label}: band"), defaultValue=1, parentLayerParameterName=layer,
+                band, self.tr("{layer}: band").format(layer=self.tr(label)), defaultValue=1,
+                parentLayerParameterName=layer,
                 # Optional only so that an omitted value takes the default: 3.22 rejects a
                 # missing band even when the parameter has a default.
                 optional=True,

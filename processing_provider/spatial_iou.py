@@ -131,9 +131,9 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         for name, source in sources.items():
             if id_field and source.fields().lookupField(id_field) < 0:
                 return False, self.tr(
-                    f"ID_FIELD: the {name.lower()} layer has no field {id_field!r} (its fields: "
-                    f"{', '.join(source.fields().names())})"
-                )
+                    "ID_FIELD: the {layer} layer has no field {field} (its fields: {fields})"
+                ).format(layer=name.lower(), field=repr(id_field),
+                         fields=", ".join(source.fields().names()))
         return True, ""
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802

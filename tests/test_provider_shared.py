@@ -1,5 +1,8 @@
-"""The provider helpers every algorithm shares: which outputs were requested, the report
-files, the numeric outputs."""
+"""The provider helpers every algorithm shares (which outputs were requested, the report
+files, the numeric outputs, the checks) and translatable texts."""
+
+import re
+from pathlib import Path
 
 import pytest
 from qgis.core import QgsProcessingContext, QgsProcessingException
@@ -58,3 +61,27 @@ def test_a_geographic_equal_area_crs_is_refused_naming_the_parameter(ioueval_pro
     error = equal_area_crs_error(algorithm, {"EQUAL_AREA_CRS": "EPSG:4326"}, context)
     assert error is not None and error.startswith("EQUAL_AREA_CRS: ")
     assert equal_area_crs_error(algorithm, {"EQUAL_AREA_CRS": "EPSG:6933"}, context) is None
+
+
+def test_no_message_is_an_f_string_inside_tr():
+    # tr(f"...") hands the translator the formatted text, which no catalogue holds:
+    # translatable texts are tr("... {name} ...").format(name=...).
+    provider_dir = Path(__file__).resolve().parent.parent / "processing_provider"
+    found = [f"{path.name}:{text[:match.start()].count(chr(10)) + 1}"
+             for path in sorted(provider_dir.glob("*.py"))
+             for text in [path.read_text(encoding="utf-8")]
+             for match in re.finditer(r"\btr\(\s*f[\"']", text)]
+    assert found == []
+
+
+def test_labels_built_from_templates_read_as_before(ioueval_provider):
+    overlap = ioueval_provider.algorithm("overlappairs")
+    parameter = overlap.parameterDefinition("PREDICTED_ID_FIELD")
+    assert parameter.description() == "Id field of the predicted layer (default: feature id only)"
+    assert parameter.help() == "Written as pred_id beside the feature id pred_fid."
+    raster = ioueval_provider.algorithm("rasteriou")
+    assert raster.parameterDefinition("REFERENCE_BAND").description() == (
+        "Reference class raster: band")
+    classes = ioueval_provider.algorithm("classmapiou")
+    assert classes.parameterDefinition("PREDICTED_CLASS_FIELD").description() == (
+        "Predicted class map (polygons): class field")
