@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from qgis.core import QgsProcessingAlgorithm
+from qgis.core import QgsProcessingAlgorithm, QgsProcessingOutputNumber
 from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 
@@ -20,6 +20,8 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
     GROUP = "Object-level evaluation"
     GROUP_ID = "objectlevel"
     SHORT_HELP = ""
+    #: Numbers for the model builder: {output name: (key of the value, label)}.
+    NUMERIC_OUTPUTS = {}
 
     def name(self):
         return self.NAME
@@ -48,6 +50,15 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
 
     def tr(self, text):
         return QCoreApplication.translate(type(self).__name__, text)
+
+    def add_numeric_outputs(self):
+        """Declare every NUMERIC_OUTPUTS entry as a number output (in initAlgorithm)."""
+        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
+            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+
+    def numeric_results(self, value_of) -> dict:
+        """{output name: value_of(key)} of every NUMERIC_OUTPUTS entry, for the results."""
+        return {name: value_of(key) for name, (key, _) in self.NUMERIC_OUTPUTS.items()}
 
     def createInstance(self):  # noqa: N802
         return type(self)()

@@ -21,7 +21,7 @@ from qgis.PyQt.QtCore import QVariant
 from ..core.thresholds import check_conditions, failure_message, parse_conditions
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY
-from .parameters import advanced, table_sink, with_help
+from .parameters import advanced, requested, table_sink, with_help
 
 HELP = """
 <p>Checks conditions on a JSON report of any IoU Evaluation algorithm and <b>fails the run</b>
@@ -140,7 +140,7 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results)}
 
     def _write_table(self, parameters, context, results) -> dict:
-        if parameters.get(self.OUTPUT) in (None, ""):
+        if not requested(parameters, self.OUTPUT):
             return {}
         fields = QgsFields()
         for name, kind in (

@@ -8,7 +8,6 @@ from qgis.core import (
     QgsField,
     QgsFields,
     QgsProcessingException,
-    QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFileDestination,
 )
@@ -16,10 +15,11 @@ from qgis.PyQt.QtCore import QVariant
 
 from ..core.class_map_html import render_class_map_html
 from ..core.progress import EvaluationCanceled
-from ..core.report import to_json_text, write_atomically
+from ..core.report import to_json_text
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
-from .reporting import plain_parameters, provenance
+from .parameters import requested
+from .reporting import plain_parameters, provenance, write_reports
 from .validation import same_destination_error, unwritable_destination_error
 
 #: Per-class table columns after class_value and class_name: (key in per_class, type).
@@ -53,8 +53,7 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
             self.addParameter(QgsProcessingParameterFileDestination(
                 name, self.tr(label), file_filter, optional=True, createByDefault=True,
             ))
-        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
-            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        self.add_numeric_outputs()
 
     def destination_error(self, parameters) -> str | None:
         """A message when two outputs share a file or an output folder cannot be written."""
@@ -88,22 +87,14 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
         results = {}
         if requested(parameters, self.OUTPUT_TABLE):
             results[self.OUTPUT_TABLE] = self._write_table(parameters, context, report)
-        for name, render in (
+        results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML, lambda data: render_class_map_html(
                 data, title=self.displayName(), algorithm_id=self.id())),
-        ):
-            path = self.parameterAsFileOutput(parameters, name, context)
-            if not requested(parameters, name) or not path:
-                continue
-            try:
-                write_atomically(path, render(report))
-            except OSError as exc:
-                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
-            results[name] = path
-        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
-            value = report[key]
-            results[name] = float(value) if value is not None else None
+        )))
+        results.update(self.numeric_results(
+            lambda key: float(report[key]) if report[key] is not None else None
+        ))
         feedback.setProgress(100)
         return results
 
@@ -147,8 +138,3 @@ def _plain(value):
     if value is None:
         return None
     return int(value) if isinstance(value, int) else float(value)
-
-
-def requested(parameters, name) -> bool:
-    """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
-    return parameters.get(name) not in (None, "")

@@ -12,13 +12,15 @@ from qgis.core import (
 
 from ..core.class_map_polygons import polygon_class_confusion
 from ..core.class_map_report import build_class_map_report
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_equal_area_crs
+from ..core.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.progress import EvaluationCanceled
+from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .compat import VECTOR_POLYGON
-from .layers import crs_for_pyproj, forward_core_log, read_source
+from .layers import forward_core_log, read_source
+from .parameters import add_missing_help, equal_area_crs_value
 from .reporting import input_description
-from .validation import polygon_source_error
+from .validation import equal_area_crs_error, polygon_source_error
 
 HELP = """
 <p>Scores a categorised polygon layer (a land-cover or crop map) against a reference one,
@@ -45,6 +47,7 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
     NAME = "classmapiou"
     DISPLAY_NAME = "Class map IoU (polygons)"
     HELP = HELP
+    SHORT_HELP = "Per-class IoU and mIoU of two categorised polygon layers, from exact areas."
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     PREDICTED_CLASS_FIELD = "PREDICTED_CLASS_FIELD"
@@ -61,7 +64,8 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                 layer, self.tr(label), [VECTOR_POLYGON]
             ))
             self.addParameter(QgsProcessingParameterField(
-                field, self.tr(f"{label}: class field"), parentLayerParameterName=layer
+                field, self.tr("{layer}: class field").format(layer=self.tr(label)),
+                parentLayerParameterName=layer,
             ))
         self.addParameter(QgsProcessingParameterCrs(
             self.EQUAL_AREA_CRS, self.tr("Equal-area CRS for areas (metres)"),
@@ -73,15 +77,15 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
             [VECTOR_POLYGON], optional=True,
         ))
         self.add_class_map_outputs()
+        add_missing_help(self, parameter_help.CLASSMAP_IOU)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        try:
-            resolve_equal_area_crs(self._equal_area_crs(parameters, context))
-        except ValueError as exc:
-            return False, f"EQUAL_AREA_CRS: {exc}"
+        error = equal_area_crs_error(self, parameters, context)
+        if error:
+            return False, error
         for name, field in ((self.PREDICTED, self.PREDICTED_CLASS_FIELD),
                             (self.REFERENCE, self.REFERENCE_CLASS_FIELD)):
             source = self.parameterAsSource(parameters, name, context)
@@ -95,10 +99,6 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                 return False, f"{field}: the layer has no field {field_name!r}"
         error = self.destination_error(parameters)
         return (False, error) if error else (True, "")
-
-    def _equal_area_crs(self, parameters, context):
-        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
-        return crs_for_pyproj(crs) if crs.isValid() else DEFAULT_EQUAL_AREA_CRS
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         layers = {}
@@ -130,7 +130,7 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                     predicted.geometries, predicted_classes,
                     reference.geometries, reference_classes,
                     predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
-                    equal_area_crs=self._equal_area_crs(parameters, context),
+                    equal_area_crs=equal_area_crs_value(self, parameters, context),
                     study_area=study.geometries if study is not None else None,
                     study_area_crs=study.crs_wkt if study is not None else None,
                     progress=self.progress(feedback, 25, 90),

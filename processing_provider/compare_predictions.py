@@ -25,7 +25,7 @@ from ..core.compare import COMPARED_KEYS, compare_predictions, comparison_report
 from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.matching import MATCHING_METHODS
-from ..core.report import to_json_text, write_atomically
+from ..core.report import to_json_text
 from ..core.report_compare import render_comparison_html
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, VECTOR_POLYGON
@@ -47,7 +47,7 @@ from .parameters import (
     with_help,
 )
 from .progress import FeedbackProgress
-from .reporting import input_description, plain_parameters, provenance
+from .reporting import input_description, plain_parameters, provenance, write_reports
 from .validation import (
     polygon_source_error,
     same_destination_error,
@@ -153,11 +153,13 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         layers = self.parameterAsLayerList(parameters, self.PREDICTED_LAYERS, context)
         if len(layers) < 2:
             return False, self.tr(
-                f"PREDICTED_LAYERS: give at least two layers to compare, got {len(layers)}"
-            )
+                "PREDICTED_LAYERS: give at least two layers to compare, got {count}"
+            ).format(count=len(layers))
         for layer in layers:
             if not isinstance(layer, QgsVectorLayer):
-                return False, self.tr(f"PREDICTED_LAYERS: {layer.name()} is not a vector layer")
+                return False, self.tr("PREDICTED_LAYERS: {layer} is not a vector layer").format(
+                    layer=layer.name()
+                )
             error = polygon_source_error(layer, f"PREDICTED_LAYERS ({layer.name()})")
             if error:
                 return False, error
@@ -268,18 +270,10 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         report["reproduce"] = {
             "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
         }
-        for name, render in (
+        results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML, render_comparison_html),
-        ):
-            path = self.parameterAsFileOutput(parameters, name, context)
-            if not requested(parameters, name) or not path:
-                continue
-            try:
-                write_atomically(path, render(report))
-            except OSError as exc:
-                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
-            results[name] = path
+        )))
         f1 = [e.metrics["f1"] for e in comparison.evaluations]
         best = max(range(len(f1)), key=lambda k: f1[k])
         results.update(

@@ -12,7 +12,6 @@ from qgis.core import (
     QgsProcessingParameterFile,
     QgsField,
     QgsProcessingException,
-    QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
@@ -21,13 +20,12 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled, evaluate
-from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.labels import ancestors_from_taxonomy
 from ..core.matching import MATCHING_METHODS
 from ..core.boundary_curve import TOLERANCE_MULTIPLES
 from ..core.memory import InsufficientMemoryError
-from ..core.report import build_report, to_json_text, write_atomically
+from ..core.report import build_report, to_json_text
 from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
@@ -48,6 +46,7 @@ from .parameters import (
     equal_area_crs_value,
     iou_threshold_parameter,
     matching_parameter,
+    requested,
     size_bins_parameter,
     strata_field_parameter,
 )
@@ -64,16 +63,23 @@ from .outputs import (
 )
 from .validation import (
     destination_path,
+    equal_area_crs_error,
     is_data_source_uri,
     layer_label,
     missing_field_error,
     missing_package_error,
     threshold_error,
-    polygon_source_error,
+    polygon_sources,
     same_destination_error,
     unwritable_destination_error,
 )
-from .reporting import input_description, plain_parameters, provenance, same_layer_warning
+from .reporting import (
+    input_description,
+    plain_parameters,
+    provenance,
+    same_layer_warning,
+    write_reports,
+)
 from .styles import StylePostProcessor, store_style_in_file, style_path
 from .wkb import CURVE_SEGMENT_ANGLE
 
@@ -292,8 +298,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 createByDefault=True,
             )
         )
-        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
-            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        self.add_numeric_outputs()
         add_missing_help(self, parameter_help.EVALUATE_POLYGONS)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
@@ -306,10 +311,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        try:
-            resolve_equal_area_crs(self._equal_area_crs(parameters, context))
-        except ValueError as exc:
-            return False, f"EQUAL_AREA_CRS: {exc}"
+        error = equal_area_crs_error(self, parameters, context)
+        if error:
+            return False, error
         try:
             parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
             self._taxonomy(parameters, context)
@@ -321,15 +325,12 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         ):
             given = [bool(self.parameterAsString(parameters, n, context)) for n in (first, second)]
             if given[0] != given[1]:
-                return False, self.tr(f"{first} and {second} must be given together")
-        sources = {}
-        for name in (self.PREDICTED, self.REFERENCE):
-            sources[name] = self.parameterAsSource(parameters, name, context)
-            if sources[name] is None:
-                return False, self.tr(f"{name}: the layer could not be read")
-            error = polygon_source_error(sources[name], name)
-            if error:
-                return False, error
+                return False, self.tr("{first} and {second} must be given together").format(
+                    first=first, second=second
+                )
+        sources, error = polygon_sources(self, parameters, context)
+        if error:
+            return False, error
         try:
             fields = self._fields_given(
                 parameters, context, sources[self.PREDICTED], sources[self.REFERENCE]
@@ -339,7 +340,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         if self.SCORE_FIELD in fields:
             field = sources[self.PREDICTED].fields().at(fields[self.SCORE_FIELD][1])
             if not field.isNumeric():
-                return False, self.tr(f"SCORE_FIELD: {field.name()} is not a numeric field")
+                return False, self.tr("SCORE_FIELD: {field} is not a numeric field").format(
+                    field=field.name()
+                )
         error = study_area_error(self, parameters, context) or same_destination_error(
             parameters, self.DESTINATIONS
         ) or next(
@@ -408,7 +411,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         """Indices of the fields a layer must be read with: all of them (None) when one of
         ``outputs`` copies its features' attributes, else only the fields given in
         ``field_parameters``."""
-        if any(_requested(parameters, name) for name in outputs):
+        if any(requested(parameters, name) for name in outputs):
             return None
         return [fields[name][1] for name in field_parameters if name in fields]
 
@@ -504,7 +507,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         for features, other in ((reference, predicted), (predicted, reference)):
             if len(features.geometries) == 0 and features.crs_wkt is None:
                 features.crs_wkt = other.crs_wkt
-        html_requested = _requested(parameters, self.REPORT_HTML)
+        html_requested = requested(parameters, self.REPORT_HTML)
 
         try:
             predicted, reference, study_area = apply_study_area(
@@ -596,21 +599,12 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             "algorithm": self.id() or "ioueval:evaluatepolygons",
             "parameters": plain_parameters(self, parameters, context),
         }
-        for name, render in (
+        results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML,
              lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
-        ):
-            path = self.parameterAsFileOutput(parameters, name, context)
-            if not _requested(parameters, name) or not path:
-                continue
-            try:
-                write_atomically(path, render(report))
-            except OSError as exc:
-                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
-            results[name] = path
-        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
-            results[name] = metrics[key]
+        )))
+        results.update(self.numeric_results(lambda key: metrics[key]))
         feedback.setProgress(100)
         return results
 
@@ -629,7 +623,7 @@ class _OutputWriter:
 
         Returns {output name: destination id}, or None when canceled.
         """
-        names = [name for name in LAYER_OUTPUTS if _requested(self.parameters, name)]
+        names = [name for name in LAYER_OUTPUTS if requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
         start, end = self.progress_range
         results, written, written_fields = {}, 0, {}
@@ -692,11 +686,6 @@ def _plain_file(destination: str) -> bool:
     """Whether an output destination is a file path alone: no layer name, no data source
     URI."""
     return "|" not in destination and not is_data_source_uri(destination)
-
-
-def _requested(parameters, name) -> bool:
-    """False when an optional output was left out (qgis_process) or skipped (toolbox)."""
-    return parameters.get(name) not in (None, "")
 
 
 def _transform(predicted_source, reference_source, context):

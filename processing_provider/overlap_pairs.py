@@ -15,7 +15,6 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
-from ..core.crs import resolve_equal_area_crs
 from ..core.pair_table import overlap_pair_table
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, VECTOR_POLYGON
@@ -29,7 +28,7 @@ from .parameters import (
     with_help,
 )
 from .progress import FeedbackProgress
-from .validation import polygon_source_error
+from .validation import equal_area_crs_error, polygon_sources
 
 HELP = """
 <p>Lists every pair of a predicted and a reference polygon whose intersection has positive
@@ -88,12 +87,13 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
                 with_help(
                     QgsProcessingParameterField(
                         name,
-                        self.tr(f"Id field of the {layer} layer (default: feature id only)"),
+                        self.tr("Id field of the {layer} layer (default: feature id only)")
+                        .format(layer=layer),
                         parentLayerParameterName=parent,
                         optional=True,
                     ),
-                    self.tr(f"Written as {layer[:4]}_id beside the feature id "
-                            f"{layer[:4]}_fid."),
+                    self.tr("Written as {prefix}_id beside the feature id {prefix}_fid.")
+                    .format(prefix=layer[:4]),
                 )
             )
         self.addParameter(equal_area_crs_parameter(self.tr))
@@ -122,18 +122,9 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        for name in (self.PREDICTED, self.REFERENCE):
-            source = self.parameterAsSource(parameters, name, context)
-            if source is None:
-                return False, self.tr(f"{name}: the layer could not be read")
-            error = polygon_source_error(source, name)
-            if error:
-                return False, error
-        try:
-            resolve_equal_area_crs(equal_area_crs_value(self, parameters, context))
-        except ValueError as exc:
-            return False, f"EQUAL_AREA_CRS: {exc}"
-        return True, ""
+        _, error = polygon_sources(self, parameters, context)
+        error = error or equal_area_crs_error(self, parameters, context)
+        return (False, error) if error else (True, "")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         sources, features, id_index = {}, {}, {}

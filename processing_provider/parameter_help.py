@@ -1,6 +1,7 @@
-"""Long help (the toolbox tooltip) of the parameters of ioueval:evaluatepolygons and
-ioueval:pixelsperfield that are declared in their own modules. The parameters shared with
-other algorithms carry theirs from parameters.py."""
+"""Long help (the toolbox tooltip) of the parameters that algorithms declare in their own
+modules (ioueval:evaluatepolygons, pixelsperfield, parsemodeloutput, spatialmatch, rasteriou,
+classmapiou). The parameters declared by parameters.py's helpers carry theirs already;
+parameters.add_missing_help gives these to the others."""
 
 EVALUATE_POLYGONS = {
     "PREDICTED": "The polygons to score (model output, extracted boundaries), in any CRS; "
@@ -39,4 +40,86 @@ PIXELS_PER_FIELD = {
     "FIELD_NAME": "Name of the column added to every feature.",
     "EQUAL_AREA_CRS": "A projected CRS in metres that preserves areas (default EPSG:6933).",
     "OUTPUT": "The input features with the new column (NULL where a feature has no area).",
+}
+
+#: The parameters of the tables of model answers (model_text_parameters.py), shared by
+#: ioueval:parsemodeloutput and ioueval:spatialmatch.
+MODEL_TEXT = {
+    "COORDINATE_FORMAT": "How plain numbers (JSON lists, bbox keys, polygons, WKT) are read: "
+    "pixels, fractions 0-1, a 0-1000 grid (x or y first), percent, or map coordinates. A token "
+    "syntax (<loc_N>, <|box_start|>...) always uses its own. Default: auto, with a warning "
+    "when the reading is ambiguous.",
+    "IMAGE_WIDTH_FIELD": "Width of each row's image in pixels: normalised coordinates become "
+    "pixels, and pixel geometries outside the image are flagged out_of_bounds.",
+    "IMAGE_HEIGHT_FIELD": "Height of each row's image in pixels (see the width field).",
+}
+
+PARSE_MODEL_OUTPUT = {
+    **MODEL_TEXT,
+    "INPUT": "A table (CSV, GeoPackage, any layer) with one model answer per row.",
+    "TEXT_FIELD": "The text column holding each answer, with its boxes, polygons, masks or "
+    "points in any format the help lists.",
+    "ID_FIELD": "Copied to every output feature as row_id, so geometries join back to their "
+    "answer. Default: the feature id.",
+    "CRS": "CRS of map coordinates (format map, GeoJSON) when no raster is given.",
+    "RASTER": "A georeferenced image: pixel coordinates become map coordinates through its "
+    "geotransform, and its size is the image size of rows without one.",
+    "OBB_TO_HBB": "Write each oriented box as its axis-aligned envelope (status repaired). "
+    "Default: off, oriented boxes stay rotated.",
+    "OUTPUT": "Polygons (boxes, oriented boxes, polygons, masks) with row_id, index, raw text "
+    "span, convention, frame, warning and status.",
+    "POINTS": "Point answers, with the same columns as the polygons.",
+    "FAILURES": "Records without geometry (non_finite, unparseable) and answers that yielded "
+    "nothing (empty, failed), with the reason.",
+}
+
+SPATIAL_MATCH = {
+    **MODEL_TEXT,
+    "INPUT": "A table with one model answer and its expected geometry per row.",
+    "ANSWER_FIELD": "The text column of the model's answers (any format parsemodeloutput "
+    "reads).",
+    "EXPECTED_FIELD": "The text column of the expected geometries: one box, a list of "
+    "acceptable ones, or an empty list when nothing is expected.",
+    "ID_FIELD": "Copied to the scored rows as row_id. Default: the feature id.",
+    "IOU_THRESHOLD": "A row passes when its best IoU = |A ∩ E| / |A ∪ E| is at least this "
+    "(relative tolerance 1e-9). Default 0.5.",
+    "GROUP_FIELD": "A column (model, prompt, class): the summary is repeated per value.",
+    "OUTPUT": "One row per answer: best IoU, Dice, GIoU, pass, centre and point hits, and the "
+    "parse status of the answer and of the expected geometry.",
+}
+
+#: The outputs of both class-map algorithms (class_maps.ClassMapAlgorithm).
+CLASS_MAP_OUTPUTS = {
+    "OUTPUT_TABLE": "One row per class: IoU, Dice, precision, recall, TP, FP and FN (pixels, "
+    "or m² for polygons) and its status (present in both, reference only, prediction only, "
+    "absent from both).",
+    "REPORT_JSON": "Confusion matrix, per-class metrics, mIoU, parameters and library "
+    "versions, machine-readable (it feeds Check release thresholds).",
+    "REPORT_HTML": "The same report to read: one self-contained HTML file.",
+}
+
+RASTER_IOU = {
+    **CLASS_MAP_OUTPUTS,
+    "PREDICTED": "The predicted class raster (one class value per pixel), any CRS GDAL reads.",
+    "PREDICTED_BAND": "The band of the predicted raster holding the classes. Default: 1.",
+    "REFERENCE": "The reference class raster: its grid is the one scored.",
+    "REFERENCE_BAND": "The band of the reference raster holding the classes. Default: 1.",
+    "IGNORE_VALUES": "Class values that are void (not scored), besides each raster's own "
+    "nodata, e.g. 0,255. Default: none (class 0 is a class).",
+    "CLASS_NAMES": "A file of value,name lines (or a QGIS colour map export) that fixes the "
+    "classes and their names. Default: every value met, named from the reference's palette.",
+    "AGREEMENT_RASTER": "On the reference grid: 1 correct, 2 wrong class, 3 other, 4 no "
+    "prediction, 5 outside the prediction, 0 not evaluated.",
+}
+
+CLASSMAP_IOU = {
+    **CLASS_MAP_OUTPUTS,
+    "PREDICTED": "The predicted categorised polygons (a land-cover or crop map), any CRS.",
+    "PREDICTED_CLASS_FIELD": "The field of the predicted layer holding each polygon's class "
+    "(compared as trimmed, case-insensitive text).",
+    "REFERENCE": "The reference categorised polygons, any CRS.",
+    "REFERENCE_CLASS_FIELD": "The field of the reference layer holding each polygon's class.",
+    "EQUAL_AREA_CRS": "A projected CRS in metres that preserves areas (default EPSG:6933).",
+    "STUDY_AREA": "Polygons bounding the area scored. Default: where the two layers' "
+    "extents overlap.",
 }

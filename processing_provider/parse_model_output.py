@@ -9,7 +9,6 @@ from qgis.core import (
     QgsField,
     QgsFields,
     QgsProcessingException,
-    QgsProcessingOutputNumber,
     QgsProcessingParameterBoolean,
     QgsProcessingParameterCrs,
     QgsProcessingParameterFeatureSink,
@@ -20,6 +19,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     ADVANCED,
@@ -42,6 +42,7 @@ from .model_text_parameters import (
     image_size_parameters,
     read_columns,
 )
+from .parameters import add_missing_help, requested
 
 HELP = """
 <p>Recovers every geometry a language or vision-language model wrote in its answers: boxes,
@@ -76,6 +77,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
     NAME = "parsemodeloutput"
     DISPLAY_NAME = "Geometries from model output"
     HELP = HELP
+    SHORT_HELP = "Boxes, polygons, masks and points read from the text answers of a model."
     GROUP = "Model output (text)"
     GROUP_ID = "modeltext"
     INPUT = "INPUT"
@@ -127,8 +129,8 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         ):
             self.addParameter(QgsProcessingParameterFeatureSink(
                 name, self.tr(label), kind, optional=True, createByDefault=True))
-        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
-            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        self.add_numeric_outputs()
+        add_missing_help(self, parameter_help.PARSE_MODEL_OUTPUT)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, self.INPUT, context)
@@ -186,7 +188,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             (self.POINTS, tables.points, MULTI_POINT, RECORD_COLUMNS),
             (self.FAILURES, tables.failures, NO_GEOMETRY, FAILURE_COLUMNS),
         ):
-            if parameters.get(name) in (None, ""):
+            if not requested(parameters, name):
                 continue
             if feedback.isCanceled():
                 return {}
@@ -204,8 +206,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
             f"{counts['count_rows_failed']} unreadable; {counts['count_out_of_bounds']} "
             f"geometries out of bounds, {counts['count_non_finite']} non-finite")
-        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
-            results[name] = int(counts[key])
+        results.update(self.numeric_results(lambda key: int(counts[key])))
         feedback.setProgress(100)
         return results
 

@@ -18,7 +18,9 @@ from qgis.core import (
 from ..core.class_map_report import build_class_map_report
 from ..core.progress import EvaluationCanceled
 from ..core.raster_confusion import open_band, raster_confusion, read_class_table
-from .class_maps import ClassMapAlgorithm, requested
+from . import parameter_help
+from .class_maps import ClassMapAlgorithm
+from .parameters import add_missing_help, requested
 from .styles import STYLE_DIR, StylePostProcessor
 
 HELP = """
@@ -57,6 +59,7 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
     NAME = "rasteriou"
     DISPLAY_NAME = "Label raster IoU"
     HELP = HELP
+    SHORT_HELP = "Per-class IoU, mIoU and pixel accuracy of a predicted and a reference raster."
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     PREDICTED_BAND = "PREDICTED_BAND"
@@ -77,7 +80,8 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         ):
             self.addParameter(QgsProcessingParameterRasterLayer(layer, self.tr(label)))
             self.addParameter(QgsProcessingParameterBand(
-                band, self.tr(f"{label}: band"), defaultValue=1, parentLayerParameterName=layer,
+                band, self.tr("{layer}: band").format(layer=self.tr(label)), defaultValue=1,
+                parentLayerParameterName=layer,
                 # Optional only so that an omitted value takes the default: 3.22 rejects a
                 # missing band even when the parameter has a default.
                 optional=True,
@@ -96,6 +100,7 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             self.AGREEMENT_RASTER, self.tr("Agreement raster (correct / wrong / missed)"),
             optional=True, createByDefault=False,
         ))
+        add_missing_help(self, parameter_help.RASTER_IOU)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)

@@ -7,16 +7,18 @@ from __future__ import annotations
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsMapLayer,
+    QgsProcessingException,
     QgsProcessingFeatureSourceDefinition,
     QgsProcessingOutputLayerDefinition,
     QgsProperty,
     QgsProviderRegistry,
 )
 
-from ..core.report import library_versions
+from ..core.report import library_versions, write_atomically
 from ..core.report_html import utc_now
 from .compat import QGIS_VERSION
 from .metadata import plugin_version
+from .parameters import requested
 
 
 def input_description(algorithm, parameters, name, context, feature_count=None) -> dict:
@@ -77,6 +79,34 @@ def plain_parameters(algorithm, parameters, context) -> dict:
             value = algorithm.parameterAsCrs(given, name, context)
         plain[name] = _plain(value)
     return plain
+
+
+def write_reports(algorithm, parameters, context, report, renderers) -> dict:
+    """Write ``report`` to each requested file destination, atomically (a failed write
+    leaves no half file).
+
+    Args:
+        renderers: (destination parameter name, callable(report) -> str) pairs, in the
+            order they are written; a destination left out or skipped is not rendered.
+
+    Returns:
+        {destination name: path} of the files written.
+
+    Raises:
+        QgsProcessingException naming the destination and the path when a file cannot be
+        written.
+    """
+    written = {}
+    for name, render in renderers:
+        path = algorithm.parameterAsFileOutput(parameters, name, context)
+        if not requested(parameters, name) or not path:
+            continue
+        try:
+            write_atomically(path, render(report))
+        except OSError as exc:
+            raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
+        written[name] = path
+    return written
 
 
 def provenance() -> dict:

@@ -8,13 +8,11 @@ from qgis.core import (
     QgsField,
     QgsFields,
     QgsProcessingException,
-    QgsProcessingOutputNumber,
     QgsProcessingParameterField,
 )
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
-from ..core.crs import resolve_equal_area_crs
 from ..core.footprint import footprint_iou
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY
@@ -27,7 +25,7 @@ from .parameters import (
     with_help,
 )
 from .progress import FeedbackProgress
-from .validation import polygon_source_error
+from .validation import equal_area_crs_error, polygon_sources
 
 HELP = """
 <p>Scores how well the predicted layer's footprint covers the reference layer's: each layer is
@@ -88,6 +86,7 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
     GROUP = "Footprints and pairs"
     GROUP_ID = "footprints"
     HELP = HELP
+    NUMERIC_OUTPUTS = NUMERIC_OUTPUTS
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     ID_FIELD = "ID_FIELD"
@@ -118,32 +117,23 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
                 "DIoU, areas in m², rows per layer.",
             )
         )
-        for name, (_, label) in NUMERIC_OUTPUTS.items():
-            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        self.add_numeric_outputs()
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        sources = {}
-        for name in (self.PREDICTED, self.REFERENCE):
-            sources[name] = self.parameterAsSource(parameters, name, context)
-            if sources[name] is None:
-                return False, self.tr(f"{name}: the layer could not be read")
-            error = polygon_source_error(sources[name], name)
-            if error:
-                return False, error
-        try:
-            resolve_equal_area_crs(equal_area_crs_value(self, parameters, context))
-        except ValueError as exc:
-            return False, f"EQUAL_AREA_CRS: {exc}"
+        sources, error = polygon_sources(self, parameters, context)
+        error = error or equal_area_crs_error(self, parameters, context)
+        if error:
+            return False, error
         id_field = self.parameterAsString(parameters, self.ID_FIELD, context)
         for name, source in sources.items():
             if id_field and source.fields().lookupField(id_field) < 0:
                 return False, self.tr(
-                    f"ID_FIELD: the {name.lower()} layer has no field {id_field!r} (its fields: "
-                    f"{', '.join(source.fields().names())})"
-                )
+                    "ID_FIELD: the {layer} layer has no field {field} (its fields: {fields})"
+                ).format(layer=name.lower(), field=repr(id_field),
+                         fields=", ".join(source.fields().names()))
         return True, ""
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
@@ -207,8 +197,9 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         results = self._write_table(parameters, context, feedback, result, sources, id_field)
         if results is None:
             return {}
-        for name, (attribute, _) in NUMERIC_OUTPUTS.items():
-            results[name] = float(getattr(overall, attribute)[0])
+        results.update(self.numeric_results(
+            lambda attribute: float(getattr(overall, attribute)[0])
+        ))
         feedback.setProgress(100)
         return results
 

@@ -8,18 +8,17 @@ from qgis.core import (
     QgsField,
     QgsFields,
     QgsProcessingException,
-    QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
-    QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.report import to_json_text, write_atomically
+from ..core.report import to_json_text
 from ..core.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.spatial_match_report import build_report, render_html
+from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
 from .layers import feature_batches, qgis_values
@@ -33,7 +32,8 @@ from .model_text_parameters import (
     image_size_parameters,
     read_columns,
 )
-from .reporting import input_description, plain_parameters, provenance
+from .parameters import add_missing_help, report_destinations, requested
+from .reporting import input_description, plain_parameters, provenance, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -67,6 +67,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
     NAME = "spatialmatch"
     DISPLAY_NAME = "Spatial match (text)"
     HELP = HELP
+    SHORT_HELP = "Model answers scored row by row against expected geometries: best IoU, pass rate."
     GROUP = "Model output (text)"
     GROUP_ID = "modeltext"
     INPUT = "INPUT"
@@ -114,14 +115,10 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             parentLayerParameterName=self.INPUT, optional=True))
         self.addParameter(QgsProcessingParameterFeatureSink(
             self.OUTPUT, self.tr("Scored rows"), TABLE, optional=True, createByDefault=True))
-        self.addParameter(QgsProcessingParameterFileDestination(
-            self.REPORT_JSON, self.tr("Report (JSON)"), "JSON files (*.json)", optional=True,
-            createByDefault=True))
-        self.addParameter(QgsProcessingParameterFileDestination(
-            self.REPORT_HTML, self.tr("Report (HTML)"), "HTML files (*.html *.htm)",
-            optional=True, createByDefault=True))
-        for name, (_, label) in self.NUMERIC_OUTPUTS.items():
-            self.addOutput(QgsProcessingOutputNumber(name, self.tr(label)))
+        for parameter in report_destinations(self.tr, self.REPORT_JSON, self.REPORT_HTML):
+            self.addParameter(parameter)
+        self.add_numeric_outputs()
+        add_missing_help(self, parameter_help.SPATIAL_MATCH)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
@@ -135,7 +132,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                 return False, error
         error = same_destination_error(parameters, (self.OUTPUT, self.REPORT_JSON,
                                                     self.REPORT_HTML))
-        if not error and parameters.get(self.REPORT_HTML) not in (None, ""):
+        if not error and requested(parameters, self.REPORT_HTML):
             error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
         return (False, error) if error else (True, "")
 
@@ -177,7 +174,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
         results = {}
-        if parameters.get(self.OUTPUT) not in (None, ""):
+        if requested(parameters, self.OUTPUT):
             results[self.OUTPUT] = self._write_rows(parameters, context, source, indices,
                                                     row_ids, result.rows)
         if feedback.isCanceled():
@@ -191,16 +188,10 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
                     if scored]
-        for name, render in ((self.REPORT_JSON, to_json_text),
-                             (self.REPORT_HTML, lambda data: render_html(data, best_iou))):
-            path = self.parameterAsFileOutput(parameters, name, context)
-            if parameters.get(name) in (None, "") or not path:
-                continue
-            try:
-                write_atomically(path, render(report))
-            except OSError as exc:
-                raise QgsProcessingException(f"{name}: could not write {path}: {exc}") from exc
-            results[name] = path
+        results.update(write_reports(self, parameters, context, report, (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML, lambda data: render_html(data, best_iou)),
+        )))
         metrics = result.metrics
         for warning in report["warnings"]:
             feedback.pushWarning(warning)
@@ -208,8 +199,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
             f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
             f"hallucinated {metrics['count_hallucinated']}")
-        for name, (key, _) in self.NUMERIC_OUTPUTS.items():
-            results[name] = qgis_values([metrics[key]])[0]
+        results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))
         feedback.setProgress(100)
         return results
 

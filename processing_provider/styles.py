@@ -8,7 +8,6 @@ from qgis.core import QgsProcessingLayerPostProcessorInterface, QgsVectorLayer
 
 RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
 STYLE_DIR = RESOURCES_DIR / "styles"
-REPORT_TEMPLATE = RESOURCES_DIR / "report.html.j2"
 
 
 def style_path(name: str) -> str:

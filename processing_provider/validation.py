@@ -6,7 +6,9 @@ import os
 
 from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
 
+from ..core.crs import resolve_equal_area_crs
 from ..plugin.dependencies import DEPENDENCIES, dependency_problems
+from .parameters import equal_area_crs_value
 
 #: Destination values that are not files (memory layers, temporary files QGIS chooses).
 _NOT_FILES = ("TEMPORARY_OUTPUT", "memory:")
@@ -23,6 +25,35 @@ def polygon_source_error(source, name: str) -> str | None:
         return None  # an untyped layer ("Geometry") may hold polygons: the core sorts rows
     kind = QgsWkbTypes.geometryDisplayString(geometry_type)
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"
+
+
+def polygon_sources(algorithm, parameters, context, names=("PREDICTED", "REFERENCE")):
+    """The polygon layer parameters ``names`` as feature sources, checked (for
+    checkParameterValues).
+
+    Returns ({name: QgsProcessingFeatureSource}, None) when every one can be read and may
+    hold polygons; otherwise (the sources read so far, a message naming the first parameter
+    that cannot be read or holds no polygons).
+    """
+    sources = {}
+    for name in names:
+        sources[name] = algorithm.parameterAsSource(parameters, name, context)
+        if sources[name] is None:
+            return sources, algorithm.tr("{name}: the layer could not be read").format(name=name)
+        error = polygon_source_error(sources[name], name)
+        if error:
+            return sources, error
+    return sources, None
+
+
+def equal_area_crs_error(algorithm, parameters, context, name: str = "EQUAL_AREA_CRS"):
+    """A message naming the parameter when the equal-area CRS cannot be used (geographic,
+    unknown to PROJ, not equal-area...); None when it can."""
+    try:
+        resolve_equal_area_crs(equal_area_crs_value(algorithm, parameters, context, name))
+    except ValueError as exc:
+        return f"{name}: {exc}"
+    return None
 
 
 def threshold_error(value, name: str) -> str | None:
