@@ -357,7 +357,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     def _missing_package_error(self, parameters, context):
         """The optional packages this run needs: jinja2 and matplotlib for the HTML report,
         scipy for optimal matching."""
-        if _requested(parameters, self.REPORT_HTML):
+        if requested(parameters, self.REPORT_HTML):
             error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
             if error:
                 return error
