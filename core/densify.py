@@ -9,22 +9,26 @@ points of that same 50 m grid (the points ``shapely.segmentize(edge, step)`` wou
 only as far as the image needs them:
 
 1. The edge's grid has n = ceil(L / step) pieces (L its length in source units, as GEOS's
-   densifier counts them). The interval [0, n] of grid points is tested: the source point at
-   the middle grid index m = (i0 + i1) // 2 is projected, and its distance d from the chord
-   between the projected interval ends is measured in the equal-area CRS.
-2. If d > τ (the row's tolerance, below), the interval is split at m, m becomes a vertex, and
-   both halves are tested the same way at the next level. An interval of one grid piece is
-   never split (the 50 m result is the finest this goes), and one of more than
-   ``MAX_GRID_PIECES`` pieces always is (below).
-3. All intervals of all edges of a chunk are tested together, level by level (numpy over the
-   intervals, one PROJ call per level); a 5,000 km edge needs 17 levels.
+   densifier counts them). The source point at the middle grid index n // 2 is projected,
+   and its distance d from the chord between the projected ends is measured in the
+   equal-area CRS.
+2. Over a piece short against the Earth's radius the image is a parabola (below), which
+   deviates d / k² from the chord over a k-th of the edge: the edge is cut at grid points
+   into k = ceil(sqrt(d / (0.9·τ))) nearly equal pieces (τ: the row's tolerance, below; at
+   most n pieces, so one grid piece is the finest this goes: the 50 m result).
+3. An edge longer than ``MAX_GRID_PIECES`` grid pieces (12.8 km at 50 m) is cut into at
+   least n / ``MAX_GRID_PIECES`` pieces, and there the parabola read from the whole edge is
+   not trusted: each piece is tested at its middle grid point and halved while its distance
+   exceeds τ, level by level.
+4. All edges of a chunk are handled together (numpy over the edges and pieces, one PROJ call
+   for the edges' middles and one per level of step 3).
 
-**Error bound.** Let γ be the image of an accepted interval, ℓ its chord length in the
+**Error bound.** Let γ be the image of one piece the edge is cut into, ℓ its chord length in the
 equal-area CRS and e(t) the signed distance of γ(t) from the chord, t in [0, 1]. The map is
 smooth, so over a piece short against the Earth's radius e is a parabola to relative accuracy
-O(ℓ / R): e(t) ≈ 4·d·t·(1 - t), largest at the middle, where it is measured. The 50 m grid
-points inside the interval lie on γ, so the polygon this module makes and the polygon the 50 m
-pieces make differ, along this interval, by the region between the chord and the 50 m
+O(ℓ / R): e(t) ≈ 4·d·t·(1 - t), largest at the middle, and at most τ there (steps 2 and 3). The 50 m
+grid points inside the piece lie on γ, so the polygon this module makes and the polygon the 50 m
+pieces make differ, along this piece, by the region between the chord and the 50 m
 polyline, of area at most ∫ |e| ℓ dt = (2/3)·d·ℓ ≤ (2/3)·τ·ℓ. Summed over a polygon's boundary,
 of length P in the equal-area CRS:
 
@@ -48,11 +52,11 @@ or a parallel in a cylindrical equal-area CRS such as the default EPSG:6933, or 
 projected CRSs related by a near-linear map) keeps only a vertex every ``MAX_GRID_PIECES``
 pieces; an edge whose image bends by less than τ over its length keeps none; the others stop
 as soon as the chord is within τ. The O(ℓ / R) term (the parabola's cubic correction, which
-the middle point does not see) is why intervals longer than ``MAX_GRID_PIECES`` grid pieces
-(12.8 km) are always split: there it is below 0.2 % of d. An interval whose middle point or
-ends cannot be projected, or whose image jumps (an edge across the antimeridian, which the
-equal-area CRS maps to both ends of the world), has d = NaN or a huge d and is split down to
-the grid: the 50 m pieces again, as before.
+the middle point does not see) is why edges longer than ``MAX_GRID_PIECES`` grid pieces
+(12.8 km) are tested piece by piece: on shorter ones it is below 0.2 % of d, inside the 0.9
+margin of step 2. An edge or piece whose middle point or ends cannot be projected, or whose
+image jumps (an edge across the antimeridian, which the equal-area CRS maps to both ends of
+the world), has d = NaN or a huge d and is split down to the grid: the 50 m pieces again.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ RELATIVE_AREA_ERROR = 1e-9
 #: An interval longer than this many grid pieces is split whatever its middle point's
 #: distance from the chord (12.8 km at 50 m): keeps the parabola reading of the midpoint test.
 MAX_GRID_PIECES = 256
+
+#: Pieces of an edge up to MAX_GRID_PIECES long are chosen so that the parabola read from the
+#: edge's middle puts each within this fraction of τ (covers its O(ℓ / R) error, < 0.2 %).
+PARABOLA_MARGIN = 0.9
 
 _POLYGON = 3
 
@@ -152,42 +160,51 @@ def densify_adaptive(
     grid = _Grid(sx0, sy0, sdx, sdy, n_pieces, project)
     limit = tolerance[edge_row]
     # Phase 1: the middle of each whole edge. An image bending like a parabola deviates
-    # d / k² over a k-th of its length, so k = ceil(sqrt(d / τ)) equal pieces are expected to
-    # pass (at least one piece every MAX_GRID_PIECES grid pieces).
+    # d / k² over a k-th of its length, so k = ceil(sqrt(d / (margin·τ))) equal pieces pass
+    # (at least one piece every MAX_GRID_PIECES grid pieces).
     e = split
     n = n_pieces[e].astype(np.int64)
     d = grid.distance(e, np.zeros_like(n), n, tx[edge[e]], ty[edge[e]],
                       tx[edge[e] + 1], ty[edge[e] + 1])[0]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        k = np.ceil(np.sqrt(d / limit[e]))
+        k = np.ceil(np.sqrt(d / (PARABOLA_MARGIN * limit[e])))
     k = np.where(np.isfinite(k), k, n).astype(np.int64)
     k = np.clip(np.maximum(k, -(-n // MAX_GRID_PIECES)), 1, n)
-    # Phase 2: those pieces, each tested at its middle and halved while it fails.
     e, n, k = e[k >= 2], n[k >= 2], k[k >= 2]
-    piece_edge = np.repeat(e, k + 1)
-    first = np.repeat(np.cumsum(k + 1) - (k + 1), k + 1)
-    j = np.arange(len(piece_edge)) - first
-    index = j * np.repeat(n, k + 1) // np.repeat(k, k + 1)
-    inner = (j > 0) & (j < np.repeat(k, k + 1))
-    px, py = np.empty(len(index)), np.empty(len(index))
-    mx, my = grid.source(piece_edge[inner], index[inner])
-    px[inner], py[inner] = project(mx, my)
-    ends = ~inner
-    at_end = j[ends] > 0
-    px[ends] = np.where(at_end, tx[edge[piece_edge[ends]] + 1], tx[edge[piece_edge[ends]]])
-    py[ends] = np.where(at_end, ty[edge[piece_edge[ends]] + 1], ty[edge[piece_edge[ends]]])
-    added = [(piece_edge[inner], index[inner], mx, my)]
-    starts = np.flatnonzero(j < np.repeat(k, k + 1))  # every piece, by its first point
-    added += _bisect(grid, limit, piece_edge[starts], index[starts], index[starts + 1],
-                     px[starts], py[starts], px[starts + 1], py[starts + 1])
+    # The k - 1 inner cut points of each edge, at grid indices j·n // k.
+    new_edge = np.repeat(e, k - 1)
+    j = np.arange(1, len(new_edge) + 1) - np.repeat(np.cumsum(k - 1) - (k - 1), k - 1)
+    new_index = j * np.repeat(n, k - 1) // np.repeat(k, k - 1)
+    mx, my = grid.source(new_edge, new_index)
+    added = [(new_edge, new_index, mx, my)]
+    # Phase 2: on an edge longer than MAX_GRID_PIECES the parabola is not trusted: each of its
+    # pieces is tested at its middle and halved while it fails.
+    long = n > MAX_GRID_PIECES
+    if long.any():
+        mx, my = mx[np.repeat(long, k - 1)], my[np.repeat(long, k - 1)]
+        e, n, k = e[long], n[long], k[long]
+        piece_edge = np.repeat(e, k + 1)
+        j = np.arange(len(piece_edge)) - np.repeat(np.cumsum(k + 1) - (k + 1), k + 1)
+        index = j * np.repeat(n, k + 1) // np.repeat(k, k + 1)
+        inner = (j > 0) & (j < np.repeat(k, k + 1))
+        px, py = np.empty(len(index)), np.empty(len(index))
+        px[inner], py[inner] = project(mx, my)
+        at_start, at_end = j == 0, ~inner & (j > 0)
+        px[at_start], py[at_start] = tx[edge[e]], ty[edge[e]]
+        px[at_end], py[at_end] = tx[edge[e] + 1], ty[edge[e] + 1]
+        starts = np.flatnonzero(~at_end)  # each piece by its first point
+        added += _bisect(grid, limit, piece_edge[starts], index[starts], index[starts + 1],
+                         px[starts], py[starts], px[starts + 1], py[starts + 1])
     added_edge, added_index, added_x, added_y = (np.concatenate(c) for c in zip(*added))
     if len(added_edge) == 0:
         return out, 0
-    order = np.lexsort((added_index, added_edge))
-    at = edge[added_edge[order]] + 1  # before the edge's end coordinate
-    new_xy = np.column_stack([added_x[order], added_y[order]])
-    coords = np.insert(coords, at, new_xy, axis=0)
-    coord_ring = np.insert(coord_ring, at, coord_ring[at - 1])
+    # Each new point goes between its edge's ends: sort on (start position + fraction along).
+    start = edge[added_edge]
+    key = np.concatenate([np.arange(len(coords), dtype=float),
+                          start + added_index / n_pieces[added_edge]])
+    order = np.argsort(key, kind="stable")
+    coords = np.concatenate([coords, np.column_stack([added_x, added_y])])[order]
+    coord_ring = np.concatenate([coord_ring, coord_ring[start]])[order]
 
     changed = np.zeros(len(rows), dtype=bool)
     changed[edge_row[added_edge]] = True

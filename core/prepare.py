@@ -46,6 +46,11 @@ SLIVER_RELATIVE_WIDTH = 1e-12
 #: Rows are prepared this many at a time, on both cores.
 _CHUNK_ROWS = 10_000
 
+#: ... and at most about this many input vertices at a time (a national or world layer has
+#: few rows of many vertices: both cores, and temporaries of bounded size, need row chunks
+#: cut by vertices too).
+_CHUNK_VERTICES = 100_000
+
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
 
@@ -151,7 +156,7 @@ def prepare_layer(
         return _prepare_chunk(geoms[part], crs, equal_area_crs if reproject else None, name)
 
     # Rows are independent: chunks on both cores, small enough to bound the temporaries.
-    chunks = run_chunks(run, split(n_input, 2_000, _CHUNK_ROWS), progress)
+    chunks = run_chunks(run, _row_chunks(geoms), progress)
     if not chunks:
         chunks = [run(slice(0, 0))]
     reason = np.concatenate([c.reason for c in chunks])
@@ -180,6 +185,23 @@ def prepare_layer(
     if layer.n_repaired:
         logger.warning("%d %s geometries were invalid and were repaired", layer.n_repaired, name)
     return layer
+
+
+def _row_chunks(geoms: np.ndarray) -> list[slice]:
+    """Consecutive row slices covering ``geoms`` (object array, shape (n,)), each of at most
+    about ``_CHUNK_ROWS`` rows and ``_CHUNK_VERTICES`` vertices (a single larger row is a chunk
+    of its own), and at least two when there are 2,000 rows or 20,000 vertices to share."""
+    n = len(geoms)
+    if n == 0:
+        return []
+    vertices = np.zeros(n)
+    is_geometry = shapely.is_geometry(geoms)
+    vertices[is_geometry] = shapely.get_num_coordinates(geoms[is_geometry])
+    weight = np.cumsum(vertices / _CHUNK_VERTICES + 1.0 / _CHUNK_ROWS)
+    parts = max(int(np.ceil(weight[-1])), len(split(n, 2_000)),
+                min(2, int(vertices.sum() // 10_000)))
+    bounds = np.unique(np.r_[0, np.searchsorted(weight, weight[-1] * np.arange(1, parts) / parts), n])
+    return [slice(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 @dataclass(frozen=True)
@@ -462,6 +484,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         out[plain] = shapely.set_coordinates(
             np.array(dense[plain], dtype=object, copy=True), np.column_stack([x, y])
         )
+        out[np.unique(row[on_plain][~(np.isfinite(x) & np.isfinite(y))])] = None
         if wrap.any():
             rows = np.flatnonzero(wrap)
             on_wrap = wrap[row]
@@ -470,8 +493,8 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
                 np.column_stack([lon[on_wrap], lat[on_wrap]]),
             )
             lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
-            out[rows] = to_crs(lonlat, lonlat_crs, equal_area_crs)
-        return _drop_non_finite(out)
+            out[rows] = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+        return out
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
