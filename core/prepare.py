@@ -29,7 +29,7 @@ import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs
 from .densify import Projector, densify_adaptive
-from .parallel import ProgressCallback, run_chunks, split
+from .parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
 
 logger = logging.getLogger(__name__)
@@ -189,19 +189,13 @@ def prepare_layer(
 
 def _row_chunks(geoms: np.ndarray) -> list[slice]:
     """Consecutive row slices covering ``geoms`` (object array, shape (n,)), each of at most
-    about ``_CHUNK_ROWS`` rows and ``_CHUNK_VERTICES`` vertices (a single larger row is a chunk
-    of its own), and at least two when there are 2,000 rows or 20,000 vertices to share."""
-    n = len(geoms)
-    if n == 0:
-        return []
-    vertices = np.zeros(n)
+    about ``_CHUNK_ROWS`` rows and ``_CHUNK_VERTICES`` vertices, on both cores from 2,000 rows
+    or 20,000 vertices on."""
+    vertices = np.zeros(len(geoms))
     is_geometry = shapely.is_geometry(geoms)
     vertices[is_geometry] = shapely.get_num_coordinates(geoms[is_geometry])
-    weight = np.cumsum(vertices / _CHUNK_VERTICES + 1.0 / _CHUNK_ROWS)
-    parts = max(int(np.ceil(weight[-1])), len(split(n, 2_000)),
-                min(2, int(vertices.sum() // 10_000)))
-    bounds = np.unique(np.r_[0, np.searchsorted(weight, weight[-1] * np.arange(1, parts) / parts), n])
-    return [slice(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    # A row's weight: its vertices, and a tenth of the share for each row on top.
+    return split_weighted(vertices + 10.0, _CHUNK_VERTICES, _CHUNK_ROWS, 20_000)
 
 
 @dataclass(frozen=True)
