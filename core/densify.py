@@ -16,10 +16,13 @@ only as far as the image needs them:
    deviates d / k² from the chord over a k-th of the edge: the edge is cut at grid points
    into k = ceil(sqrt(d / (0.9·τ))) nearly equal pieces (τ: the row's tolerance, below; at
    most n pieces, so one grid piece is the finest this goes: the 50 m result).
-3. An edge longer than ``MAX_GRID_PIECES`` grid pieces (12.8 km at 50 m) is cut into at
-   least n / ``MAX_GRID_PIECES`` pieces, and there the parabola read from the whole edge is
-   not trusted: each piece is tested at its middle grid point and halved while its distance
-   exceeds τ, level by level.
+3. On an edge longer than ``MAX_GRID_PIECES`` grid pieces (12.8 km at 50 m) the parabola
+   read from the whole edge is not trusted: each of its k pieces is tested at its middle grid
+   point and halved while the distance exceeds τ, level by level; a piece still longer than
+   ``MAX_GRID_PIECES`` is kept whole only when its points at a quarter, a half and three
+   quarters are all within τ / 2 of the chord (the quarter points see the cubic term, which
+   the middle does not: with e(t) = a·t(1-t) + b·t(1-t)(2t-1), |e| ≤ |a|/4 + 0.1·|b| ≤ 2 ×
+   the largest of the three), so a meridian or a parallel of any length stays one edge.
 4. All edges of a chunk are handled together (numpy over the edges and pieces, one PROJ call
    for the edges' middles and one per level of step 3).
 
@@ -49,12 +52,12 @@ and area differences measured are 0.2-0.5 ε (tests/test_core_densify.py, bench/
 Where the grid is reached (d > τ even between neighbouring grid points) the result is the 50 m
 result itself, vertex for vertex. What this saves: an edge whose image is straight (a meridian
 or a parallel in a cylindrical equal-area CRS such as the default EPSG:6933, or an edge between
-projected CRSs related by a near-linear map) keeps only a vertex every ``MAX_GRID_PIECES``
-pieces; an edge whose image bends by less than τ over its length keeps none; the others stop
+projected CRSs related by a near-linear map) gets no new vertex, and nor does an edge whose
+image bends by less than τ over its length; the others stop
 as soon as the chord is within τ. The O(ℓ / R) term (the parabola's cubic correction, which
 the middle point does not see) is why edges longer than ``MAX_GRID_PIECES`` grid pieces
-(12.8 km) are tested piece by piece: on shorter ones it is below 0.2 % of d, inside the 0.9
-margin of step 2. An edge or piece whose middle point or ends cannot be projected, or whose
+(12.8 km) are tested piece by piece (step 3): on shorter ones it is below 0.2 % of d, inside
+the 0.9 margin of step 2. An edge or piece whose middle point or ends cannot be projected, or whose
 image jumps (an edge across the antimeridian, which the equal-area CRS maps to both ends of
 the world), has d = NaN or a huge d and is split down to the grid: the 50 m pieces again.
 """
@@ -69,8 +72,8 @@ import shapely
 #: (first order in the pieces' length; see the module docstring).
 RELATIVE_AREA_ERROR = 1e-9
 
-#: An interval longer than this many grid pieces is split whatever its middle point's
-#: distance from the chord (12.8 km at 50 m): keeps the parabola reading of the midpoint test.
+#: Edges longer than this many grid pieces (12.8 km at 50 m) are not cut by the parabola read
+#: from their middle point alone: their pieces are tested one by one (module docstring).
 MAX_GRID_PIECES = 256
 
 #: Pieces of an edge up to MAX_GRID_PIECES long are chosen so that the parabola read from the
@@ -169,29 +172,24 @@ def densify_adaptive(
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         k = np.ceil(np.sqrt(d / (PARABOLA_MARGIN * limit[e])))
     k = np.where(np.isfinite(k), k, n).astype(np.int64)
-    k = np.clip(np.maximum(k, -(-n // MAX_GRID_PIECES)), 1, n)
-    e, n, k = e[k >= 2], n[k >= 2], k[k >= 2]
-    # The k - 1 inner cut points of each edge, at grid indices j·n // k.
-    new_edge = np.repeat(e, k - 1)
-    j = np.arange(1, len(new_edge) + 1) - np.repeat(np.cumsum(k - 1) - (k - 1), k - 1)
-    new_index = j * np.repeat(n, k - 1) // np.repeat(k, k - 1)
-    mx, my = grid.source(new_edge, new_index)
-    added = [(new_edge, new_index, mx, my)]
-    # Phase 2: on an edge longer than MAX_GRID_PIECES the parabola is not trusted: each of its
-    # pieces is tested at its middle and halved while it fails.
+    k = np.clip(k, 1, n)
     long = n > MAX_GRID_PIECES
+    cut = ~long & (k >= 2)
+    added = [_cut_points(grid, e[cut], n[cut], k[cut])]
+    # Phase 2: on an edge longer than MAX_GRID_PIECES the parabola is not trusted: each of its
+    # pieces is tested and halved while it fails.
     if long.any():
-        mx, my = mx[np.repeat(long, k - 1)], my[np.repeat(long, k - 1)]
         e, n, k = e[long], n[long], k[long]
         piece_edge = np.repeat(e, k + 1)
         j = np.arange(len(piece_edge)) - np.repeat(np.cumsum(k + 1) - (k + 1), k + 1)
         index = j * np.repeat(n, k + 1) // np.repeat(k, k + 1)
         inner = (j > 0) & (j < np.repeat(k, k + 1))
         px, py = np.empty(len(index)), np.empty(len(index))
-        px[inner], py[inner] = project(mx, my)
+        px[inner], py[inner] = project(*grid.source(piece_edge[inner], index[inner]))
         at_start, at_end = j == 0, ~inner & (j > 0)
         px[at_start], py[at_start] = tx[edge[e]], ty[edge[e]]
         px[at_end], py[at_end] = tx[edge[e] + 1], ty[edge[e] + 1]
+        added.append(_cut_points(grid, e, n, k))
         starts = np.flatnonzero(~at_end)  # each piece by its first point
         added += _bisect(grid, limit, piece_edge[starts], index[starts], index[starts + 1],
                          px[starts], py[starts], px[starts + 1], py[starts + 1])
@@ -249,17 +247,34 @@ class _Grid:
         return d, m, sx, sy, px, py
 
 
+def _cut_points(grid: _Grid, e, n, k) -> tuple:
+    """The k - 1 inner points cutting edges e (of n grid pieces) into k nearly equal pieces,
+    at grid indices j·n // k: (edge, grid index, source x, source y) arrays."""
+    new_edge = np.repeat(e, k - 1)
+    j = np.arange(1, len(new_edge) + 1) - np.repeat(np.cumsum(k - 1) - (k - 1), k - 1)
+    new_index = j * np.repeat(n, k - 1) // np.repeat(k, k - 1)
+    return (new_edge, new_index, *grid.source(new_edge, new_index))
+
+
 def _bisect(grid: _Grid, limit, e, i0, i1, x0, y0, x1, y1) -> list:
     """Halve the intervals [i0, i1] of edges e (projected ends (x0, y0), (x1, y1)) while the
-    middle grid point is farther than ``limit[e]`` from the chord, or the interval spans more
-    than MAX_GRID_PIECES pieces; intervals of one piece are never split. Returns a list of
-    (edge, grid index, source x, source y) arrays of the points added, one tuple a level."""
+    middle grid point is farther than ``limit[e]`` from the chord; an interval of more than
+    MAX_GRID_PIECES pieces is kept whole only if its quarter, middle and three-quarter grid
+    points are all within ``limit[e] / 2``; intervals of one piece are never split. Returns a
+    list of (edge, grid index, source x, source y) arrays of the points added, one a level."""
     added = []
     todo = i1 - i0 >= 2
     e, i0, i1, x0, y0, x1, y1 = (a[todo] for a in (e, i0, i1, x0, y0, x1, y1))
     while len(e):
         d, m, sx, sy, px, py = grid.distance(e, i0, i1, x0, y0, x1, y1)
-        split = ~(d <= limit[e]) | (i1 - i0 > MAX_GRID_PIECES)
+        long = np.flatnonzero(i1 - i0 > MAX_GRID_PIECES)
+        split = ~(d <= limit[e])
+        if len(long):
+            args = (e[long], x0[long], y0[long], x1[long], y1[long])
+            quarter = grid.distance(args[0], i0[long], m[long], *args[1:])[0]
+            three_quarter = grid.distance(args[0], m[long], i1[long], *args[1:])[0]
+            worst = np.fmax(np.fmax(d[long], quarter), three_quarter)
+            split[long] = ~(worst <= limit[e[long]] / 2)
         if not split.any():
             break
         e, i0, i1, x0, y0, x1, y1, m, sx, sy, px, py = (

@@ -120,17 +120,28 @@ def test_the_antimeridian_polygon_is_cut_as_before():
     assert shapely.get_num_geometries(lonlat[0]) == 2
 
 
-def test_meridians_and_parallels_get_only_the_spacing_vertices():
-    # In a cylindrical equal-area CRS a meridian or a parallel is a straight line: each edge
-    # keeps one vertex per MAX_GRID_PIECES grid pieces and no more.
+def test_meridians_and_parallels_need_no_vertex():
+    # In a cylindrical equal-area CRS a meridian or a parallel is a straight line, of any
+    # length: the box's edges (111 km and 85 km, hundreds of grid pieces) stay single edges.
     box = shapely.box(10, 40, 11, 41)
     step = densify_step(pyproj.CRS("EPSG:4326"))
+    assert math.ceil(1.0 / step) > MAX_GRID_PIECES
     dense, added = densify_adaptive(
         np.array([box], dtype=object), Projector(pyproj.CRS("EPSG:4326"), EA), step
     )
-    n = math.ceil(1.0 / step)  # grid pieces of every edge (1° each)
-    assert added == 4 * (math.ceil(n / MAX_GRID_PIECES) - 1)
-    assert shapely.get_num_coordinates(dense[0]) == 5 + added
+    assert added == 0
+    assert dense[0] is box
+
+
+def test_a_long_diagonal_edge_is_cut_where_it_bends():
+    # 40° of longitude and 18° of latitude: the image bends by kilometres; every piece's
+    # middle ends within the tolerance, and the result is far leaner than 50 m pieces.
+    crs = pyproj.CRS("EPSG:4326")
+    polygon = GEOGRAPHIC[1]
+    step = densify_step(crs)
+    dense, added = densify_adaptive(np.array([polygon], dtype=object), Projector(crs, EA), step)
+    n_fifty = shapely.get_num_coordinates(shapely.segmentize(polygon, step))
+    assert 100 < added < n_fifty / 4
 
 
 def test_a_translation_between_projected_crss_needs_no_vertex():
