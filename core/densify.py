@@ -112,6 +112,7 @@ def densify_adaptive(
     project: Projector,
     step: float,
     relative_error: float = RELATIVE_AREA_ERROR,
+    half_turn: float | None = None,
 ) -> tuple[np.ndarray, int]:
     """Add vertices of the ``step`` grid to each edge only where the projected image needs them.
 
@@ -121,6 +122,9 @@ def densify_adaptive(
         project: the map from source coordinates to equal-area metres.
         step: the grid spacing in source units (``crs.densify_step``: 50 m), > 0.
         relative_error: ε of the module docstring, ≥ 0 (0: every grid point, the 50 m result).
+        half_turn: in a geographic source CRS, 180° in its units: an edge spanning that much
+            longitude or more (a ring drawn across the antimeridian the long way, a cap
+            drawn flat round a pole) keeps every grid point, as before, whatever its image.
 
     Returns:
         (geometries, n_added): a new object array, shape (n,), in the source CRS (rows with no
@@ -172,6 +176,8 @@ def densify_adaptive(
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         k = np.ceil(np.sqrt(d / (PARABOLA_MARGIN * limit[e])))
     k = np.where(np.isfinite(k), k, n).astype(np.int64)
+    if half_turn is not None:
+        k = np.where(np.abs(sdx[e]) >= half_turn, n, k)
     k = np.clip(k, 1, n)
     # Rows whose every edge goes down to the grid (fields in UTM, say: their tolerance is
     # micrometres) are the 50 m result itself: GEOS's densifier makes it faster.

@@ -249,7 +249,8 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
             longer = np.flatnonzero((longest_edge > step) | repaired)
             dense = geoms.copy()
             dense[longer] = densify_adaptive(
-                geoms[longer], Projector(crs, equal_area_crs), step
+                geoms[longer], Projector(crs, equal_area_crs), step,
+                half_turn=_half_turn(crs) if crs.is_geographic else None,
             )[0]
         geoms = _to_equal_area(dense, crs, equal_area_crs, name)
         del dense

@@ -66,6 +66,8 @@ GEOGRAPHIC = [
     shapely.Polygon([(179.5, -17.0), (-179.2, -16.5), (-179.5, -15.8), (179.8, -16.0)]),  # across 180°
     shapely.Polygon([(30, 50), (180, 55), (179, 70), (40, 68)]),  # 150° of longitude wide
     shapely.Polygon([(10, 40), (10.003, 40), (10, 40.002)]),  # a field-sized triangle
+    shapely.box(-180, 80, 180, 90),  # a cap drawn flat: edges of a full turn, read as drawn
+    shapely.Polygon([(-180, -16.5), (180, -16.5), (180, -16.0), (-180, -16.2)]),  # a band
 ]
 
 
