@@ -122,9 +122,10 @@ def densify_adaptive(
         project: the map from source coordinates to equal-area metres.
         step: the grid spacing in source units (``crs.densify_step``: 50 m), > 0.
         relative_error: ε of the module docstring, ≥ 0 (0: every grid point, the 50 m result).
-        half_turn: in a geographic source CRS, 180° in its units: an edge spanning that much
-            longitude or more (a ring drawn across the antimeridian the long way, a cap
-            drawn flat round a pole) keeps every grid point, as before, whatever its image.
+        half_turn: in a geographic source CRS, 180° in its units: no piece is left wider
+            than half of it, so that an edge spanning half a turn of longitude or more (a ring
+            drawn across the antimeridian the long way, a cap drawn flat round a pole) is
+            read as the 50 m pieces read it, whatever its image.
 
     Returns:
         (geometries, n_added): a new object array, shape (n,), in the source CRS (rows with no
@@ -177,7 +178,9 @@ def densify_adaptive(
         k = np.ceil(np.sqrt(d / (PARABOLA_MARGIN * limit[e])))
     k = np.where(np.isfinite(k), k, n).astype(np.int64)
     if half_turn is not None:
-        k = np.where(np.abs(sdx[e]) >= half_turn, n, k)
+        # No piece wider than a quarter turn: read piece by piece, a ring never jumps by half
+        # a turn where the 50 m pieces did not (the reading of prepare._to_equal_area).
+        k = np.maximum(k, np.ceil(np.abs(sdx[e]) / (half_turn / 2)).astype(np.int64))
     k = np.clip(k, 1, n)
     # Rows whose every edge goes down to the grid (fields in UTM, say: their tolerance is
     # micrometres) are the 50 m result itself: GEOS's densifier makes it faster.
