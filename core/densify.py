@@ -60,6 +60,9 @@ the middle point does not see) is why edges longer than ``MAX_GRID_PIECES`` grid
 the 0.9 margin of step 2. An edge or piece whose middle point or ends cannot be projected, or whose
 image jumps (an edge across the antimeridian, which the equal-area CRS maps to both ends of
 the world), has d = NaN or a huge d and is split down to the grid: the 50 m pieces again.
+In a geographic CRS no piece is left wider than a quarter turn of longitude (an edge from 180°
+to -180° along a parallel has d = 0, yet read whole it would jump by a full turn): such rings
+are read by ``prepare`` as the 50 m pieces read them.
 """
 
 from __future__ import annotations
