@@ -23,6 +23,7 @@ agree), and writes everything as JSON to bench/results/. Typical use (project ve
     .venv/bin/python bench/run.py --sizes 1k 5k 50k
     .venv/bin/python bench/run.py --sizes 5k --configs defaults --skip qgis
     .venv/bin/python bench/run.py --sizes --county 3000     # only the county case
+    .venv/bin/python bench/run.py --sizes --shared 50k --real world counties
 """
 
 from __future__ import annotations
@@ -140,6 +141,37 @@ def ensure_dataset(n: int, seed: int, county: bool = False) -> Dataset:
         n_reference=info["n_reference"], n_predicted=info["n_predicted"], crs=info["crs"],
         is_county=county,
     )
+
+
+def ensure_shared_dataset(n: int, seed: int) -> Dataset:
+    """The GeoPackage of bench/generate_shared.py (fields sharing edges) for (n, seed), made
+    unless a file from the same generator source exists."""
+    label = f"shared{size_label(n)}"
+    path = DATA_DIR / f"shared_{size_label(n)}_seed{seed}.gpkg"
+    sidecar = path.with_suffix(".json")
+    digest = hashlib.sha256((BENCH / "generate_shared.py").read_bytes()).hexdigest()[:16]
+    info = json.loads(sidecar.read_text()) if sidecar.exists() and path.exists() else None
+    if info is None or info.get("generator_sha256_16") != digest:
+        subprocess.run([sys.executable, str(BENCH / "generate_shared.py"), "--n", str(n),
+                        "--seed", str(seed), "--out", str(path), "--summary", str(sidecar)],
+                       env=core_env(), check=True)
+        info = json.loads(sidecar.read_text())
+        info.update(generator_sha256_16=digest)
+        sidecar.write_text(json.dumps(info, indent=2))
+    return Dataset(label=label, path=path, id_field="field_id", n_reference=info["n_reference"],
+                   n_predicted=info["n_predicted"], crs=info["crs"])
+
+
+def ensure_real_dataset(case: str) -> Dataset:
+    """A real-layer case of bench/realdata.py ("world", "counties"), fetched and built on first
+    use. agribound gets the county case's time limit there (``is_county``)."""
+    subprocess.run([sys.executable, str(BENCH / "realdata.py"), case], env=core_env(),
+                   check=True, capture_output=True)
+    path = DATA_DIR / f"real_{case}.gpkg"
+    info = json.loads(path.with_suffix(".json").read_text())
+    return Dataset(label=f"real_{case}", path=path, id_field="ref_id",
+                   n_reference=info["n_reference"], n_predicted=info["n_predicted"],
+                   crs=info["crs"], is_county=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,6 +601,11 @@ def main(argv=None):
     parser.add_argument("--county", type=int, nargs="?", const=3000, default=None, metavar="N",
                         help="also run the county case: N (default 3000) county-sized "
                              "polygons in EPSG:4326")
+    parser.add_argument("--shared", nargs="*", type=parse_size, default=[], metavar="SIZE",
+                        help="also the fields-sharing-edges generator (generate_shared.py) at "
+                             "these sizes, e.g. 50k")
+    parser.add_argument("--real", nargs="*", default=[], choices=["world", "counties"],
+                        help="also the real-layer cases of realdata.py (npm packages)")
     parser.add_argument("--county-agribound-timeout-s", type=float, default=1500.0,
                         help="agribound's time limit in the county case (default 1500 s)")
     parser.add_argument("--timeout-s", type=float, default=7200.0,
@@ -588,6 +625,8 @@ def main(argv=None):
     datasets = [ensure_dataset(n, args.seed) for n in args.sizes]
     if args.county:
         datasets.append(ensure_dataset(args.county, args.seed, county=True))
+    datasets += [ensure_shared_dataset(n, args.seed) for n in args.shared]
+    datasets += [ensure_real_dataset(case) for case in args.real]
 
     qgis = None
     if "qgis" not in args.skip:

@@ -11,8 +11,9 @@ import shapely
 #: Default CRS for areas and IoU: WGS 84 / NSIDC EASE-Grid 2.0 Global, equal-area, metres.
 DEFAULT_EQUAL_AREA_CRS = "EPSG:6933"
 
-#: Edges are split into pieces of at most this many metres before reprojection, so that a
-#: straight edge is not replaced by one long chord in the target CRS (agribound seed).
+#: Edges are split at points of a grid of this many metres before reprojection, so that a
+#: straight edge is not replaced by one long chord in the target CRS (agribound seed splits
+#: every edge into such pieces; ``core.densify`` keeps only the points the image needs).
 DENSIFY_M = 50.0
 
 _WGS84_SEMI_MAJOR_M = 6_378_137.0

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from .parallel import ProgressCallback, run_chunks, split
+from .parallel import ProgressCallback, run_chunks, split, split_weighted
 
 logger = logging.getLogger(__name__)
 
@@ -22,8 +22,10 @@ RATIO_SIGNIFICANT_DIGITS = 13
 #: of the pair: 1e-12 of it (10 µm at 10,000 km from the origin of a metric CRS).
 _FALLBACK_GRID_RELATIVE = 1e-12
 
-#: Candidate pairs are tested and overlaid this many at a time (progress, cancellation).
+#: Candidate pairs are tested and overlaid this many at a time (progress, cancellation)...
 _CHUNK_PAIRS = 10_000
+#: ... and pairs of at most about this many vertices in all.
+_CHUNK_VERTICES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -88,16 +90,22 @@ def overlap_pairs(
 
     def run(part: slice) -> np.ndarray:
         ri, pi = ref_idx[part], pred_idx[part]
+        out = np.zeros(len(ri))
+        # Boxes that only touch (neighbours along a meridian or a parallel, say) bound an
+        # intersection of zero area: no exact test, no overlay.
+        lo = np.maximum(ref_key[ri, 1:3], pred_key[pi, 1:3])
+        hi = np.minimum(ref_key[ri, 3:5], pred_key[pi, 3:5])
+        candidate = np.flatnonzero((hi > lo).all(axis=1))
         # Copies of the chunk's references to prepare: the caller's geometries stay as they
         # are, and the prepared indexes live only as long as the chunk.
-        refs, local = np.unique(ri, return_inverse=True)
+        refs, local = np.unique(ri[candidate], return_inverse=True)
         prepared = shapely.from_wkb(shapely.to_wkb(reference[refs]))
         shapely.prepare(prepared)
-        out = np.zeros(len(ri))
-        meet = np.flatnonzero(shapely.intersects(prepared[local], predicted[pi]))
+        hit = shapely.intersects(prepared[local], predicted[pi[candidate]])
+        meet, local = candidate[hit], local[hit]
         # A prediction inside the interior of a reference (a third of the pairs of extracted
         # fields) overlaps it by its own area: no overlay (which gives that area to ~1e-15).
-        inside = shapely.contains_properly(prepared[local[meet]], predicted[pi[meet]])
+        inside = shapely.contains_properly(prepared[local], predicted[pi[meet]])
         del prepared
         out[meet[inside]] = shapely.area(predicted[pi[meet[inside]]])
         rest = meet[~inside]
@@ -105,9 +113,12 @@ def overlap_pairs(
         out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi])
         return out
 
-    inter = np.concatenate(
-        [np.zeros(0)] + run_chunks(run, split(len(ref_idx), 2_000, _CHUNK_PAIRS), progress)
-    )
+    # Chunks of at most _CHUNK_PAIRS pairs and _CHUNK_VERTICES vertices: a few pairs of large
+    # polygons (countries) go to both cores too.
+    vertices = (shapely.get_num_coordinates(reference)[ref_idx]
+                + shapely.get_num_coordinates(predicted)[pred_idx])
+    chunks = split_weighted(vertices, _CHUNK_VERTICES, _CHUNK_PAIRS, 200_000)
+    inter = np.concatenate([np.zeros(0)] + run_chunks(run, chunks, progress))
     positive = inter > 0
     ref_idx, pred_idx, inter = ref_idx[positive], pred_idx[positive], inter[positive]
     iou = iou_from_areas(inter, reference_area_m2[ref_idx], predicted_area_m2[pred_idx])

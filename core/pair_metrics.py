@@ -153,7 +153,7 @@ def spatial_pair_metrics(
 ) -> dict[str, float | int | str]:
     """IoU, Dice, GIoU and DIoU of two footprints, each possibly a whole layer, in any CRSs.
 
-    Each side is prepared like a layer (repair first, then edges split into <= 50 m pieces,
+    Each side is prepared like a layer (repair first, then edges split on a 50 m grid where they bend,
     then reprojection to ``equal_area_crs``), dissolved into one footprint, and the pair is
     scored by ``pair_metrics`` with a guarded overlay and results clamped to their ranges.
 

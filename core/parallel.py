@@ -147,3 +147,23 @@ def split(n: int, min_chunk: int, max_chunk: int | None = None) -> list[slice]:
         parts = max(parts, -(-n // max(max_chunk, 1)))
     bounds = np.linspace(0, n, parts + 1).astype(int)
     return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def split_weighted(weights: np.ndarray, max_weight: float, max_items: int,
+                   share_weight: float) -> list[slice]:
+    """Consecutive slices covering the items of ``weights`` (float array, shape (n,), ≥ 0: the
+    work of each item, say its vertices): each of at most about ``max_items`` items and
+    ``max_weight`` weight (an item heavier than that is a slice of its own), and at least
+    WORKERS slices when the total weight is ``share_weight`` or more, so that a few heavy items
+    (a national layer's large polygons) still keep every core busy."""
+    n = len(weights)
+    if n == 0:
+        return []
+    cumulative = np.cumsum(np.asarray(weights, dtype=float) / max_weight + 1.0 / max_items)
+    total = float(cumulative[-1])
+    parts = max(int(np.ceil(total)), 1)
+    if float(np.sum(weights)) >= share_weight:
+        parts = max(parts, min(WORKERS, n))
+    cuts = np.searchsorted(cumulative, total * np.arange(1, parts) / parts)
+    bounds = np.unique(np.r_[0, cuts, n])
+    return [slice(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]

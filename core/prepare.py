@@ -1,8 +1,10 @@
 """Prepare one layer's geometries for evaluation: drop unusable rows, repair, reproject.
 
 Order of operations follows ../shared/seeds/spatial_iou_guide.txt and the agribound seed:
-repair in the source CRS first, then split edges into pieces of at most 50 m, then reproject to
-the equal-area CRS (and repair again, since reprojection can fold a ring), then drop zero areas.
+repair in the source CRS first, then split edges at points of a 50 m grid where their image in
+the equal-area CRS bends away from the chord (``core.densify``: areas within 1e-9 relative of
+splitting every edge into 50 m pieces), then reproject to the equal-area CRS (and repair again,
+since reprojection can fold a ring), then drop zero areas.
 
 Reprojection passes through longitude/latitude on the equal-area CRS's own datum, where rings
 that cross the antimeridian (±180°) are made continuous and cut there, so that a field on the
@@ -26,7 +28,8 @@ import pyproj
 import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs
-from .parallel import ProgressCallback, run_chunks, split
+from .densify import Projector, densify_adaptive
+from .parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,11 @@ SLIVER_RELATIVE_WIDTH = 1e-12
 
 #: Rows are prepared this many at a time, on both cores.
 _CHUNK_ROWS = 10_000
+
+#: ... and at most about this many input vertices at a time (a national or world layer has
+#: few rows of many vertices: both cores, and temporaries of bounded size, need row chunks
+#: cut by vertices too).
+_CHUNK_VERTICES = 100_000
 
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
@@ -148,7 +156,7 @@ def prepare_layer(
         return _prepare_chunk(geoms[part], crs, equal_area_crs if reproject else None, name)
 
     # Rows are independent: chunks on both cores, small enough to bound the temporaries.
-    chunks = run_chunks(run, split(n_input, 2_000, _CHUNK_ROWS), progress)
+    chunks = run_chunks(run, _row_chunks(geoms), progress)
     if not chunks:
         chunks = [run(slice(0, 0))]
     reason = np.concatenate([c.reason for c in chunks])
@@ -177,6 +185,17 @@ def prepare_layer(
     if layer.n_repaired:
         logger.warning("%d %s geometries were invalid and were repaired", layer.n_repaired, name)
     return layer
+
+
+def _row_chunks(geoms: np.ndarray) -> list[slice]:
+    """Consecutive row slices covering ``geoms`` (object array, shape (n,)), each of at most
+    about ``_CHUNK_ROWS`` rows and ``_CHUNK_VERTICES`` vertices, on both cores from 2,000 rows
+    or 20,000 vertices on."""
+    vertices = np.zeros(len(geoms))
+    is_geometry = shapely.is_geometry(geoms)
+    vertices[is_geometry] = shapely.get_num_coordinates(geoms[is_geometry])
+    # A row's weight: its vertices, and a tenth of the share for each row on top.
+    return split_weighted(vertices + 10.0, _CHUNK_VERTICES, _CHUNK_ROWS, 20_000)
 
 
 @dataclass(frozen=True)
@@ -226,10 +245,13 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
         dense = geoms
         if step is not None:
             # Only rows with an edge longer than the step change (repaired rows may have
-            # new edges: they are split too).
+            # new edges: they are split too), and only where the image bends (core.densify).
             longer = np.flatnonzero((longest_edge > step) | repaired)
             dense = geoms.copy()
-            dense[longer] = shapely.segmentize(geoms[longer], step)
+            dense[longer] = densify_adaptive(
+                geoms[longer], Projector(crs, equal_area_crs), step,
+                half_turn=_half_turn(crs) if crs.is_geographic else None,
+            )[0]
         geoms = _to_equal_area(dense, crs, equal_area_crs, name)
         del dense
         _drop(geoms, reason, shapely.is_missing(geoms), "not_projectable")
@@ -457,6 +479,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         out[plain] = shapely.set_coordinates(
             np.array(dense[plain], dtype=object, copy=True), np.column_stack([x, y])
         )
+        out[np.unique(row[on_plain][~(np.isfinite(x) & np.isfinite(y))])] = None
         if wrap.any():
             rows = np.flatnonzero(wrap)
             on_wrap = wrap[row]
@@ -465,8 +488,8 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
                 np.column_stack([lon[on_wrap], lat[on_wrap]]),
             )
             lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
-            out[rows] = to_crs(lonlat, lonlat_crs, equal_area_crs)
-        return _drop_non_finite(out)
+            out[rows] = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+        return out
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "

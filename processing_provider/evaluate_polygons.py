@@ -87,7 +87,8 @@ HELP = """
 <p>Matches predicted polygons to reference polygons by intersection over union (IoU) and
 scores the result at the object level.</p>
 <p><b>IoU</b>(P, R) = |P ∩ R| / |P ∪ R|, with areas in m² in the equal-area CRS (default
-EPSG:6933; both layers are reprojected, edges first split into pieces of at most 50 m).
+EPSG:6933; both layers are reprojected, edges first split at points of a 50 m grid where their image bends, areas within 1e-9
+relative of 50 m pieces).
 A pair can match when IoU ≥ threshold (relative tolerance 1e-9) and the intersection has
 positive area. <b>One-to-one</b> matching: pairs sorted by descending IoU (ties by reference,
 then prediction order), a pair is accepted when neither polygon is matched yet.</p>
