@@ -159,32 +159,42 @@ def read_class_table(path: str) -> list[tuple]:
     (``value,r,g,b,a,label``; its ``INTERPOLATION:`` line is skipped), ``#`` comments, and a
     header row whose first field is not a number. Values are numbers (int when integral).
 
-    Raises ValueError naming the file and line when a value is repeated or a line has a
-    number but no usable structure.
+    Raises ValueError naming the file and line when a value is repeated, not finite (NaN,
+    infinity) or a line has a number but no usable structure, and naming the file when it is
+    not UTF-8 text.
     """
-    rows, seen = [], set()
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, 1):
-            text = line.strip()
-            if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            lines = handle.readlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"CLASS_NAMES: {path} is not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start}); save it as UTF-8") from None
+    rows, seen, header = [], set(), None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
+            continue
+        separator = "\t" if "\t" in text else (";" if ";" in text else ",")
+        parts = [p.strip() for p in text.split(separator)]
+        try:
+            value = _plain(float(parts[0]))
+        except ValueError:
+            if not rows and not header:
+                header = text  # one header row; a second non-numeric row is an error
                 continue
-            separator = "\t" if "\t" in text else (";" if ";" in text else ",")
-            parts = [p.strip() for p in text.split(separator)]
-            try:
-                value = _plain(float(parts[0]))
-            except ValueError:
-                if not rows:
-                    continue  # a header
-                raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
-                                 f"class value") from None
-            if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
-                name = parts[5] if len(parts) > 5 else ""
-            else:
-                name = parts[1] if len(parts) > 1 else ""
-            if value in seen:
-                raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
-            seen.add(value)
-            rows.append((value, name))
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
+                             f"class value") from None
+        if not math.isfinite(value):
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
+                             f"class value (NaN and infinity are never class codes)")
+        if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
+            name = parts[5] if len(parts) > 5 else ""
+        else:
+            name = parts[1] if len(parts) > 1 else ""
+        if value in seen:
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
+        seen.add(value)
+        rows.append((value, name))
     return rows
 
 
@@ -296,10 +306,21 @@ def raster_confusion(
                     classes.names[k] = name
     if area_note:
         warnings.append(area_note)
+    if not tally.counts.sum():
+        warnings.append(_nothing_scored(tally.pixels))
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     for message in warnings:
         logger.warning(message)
     return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _nothing_scored(pixels: dict) -> str:
+    """Why no pixel was scored, from the tally's coverage counts."""
+    if pixels["outside_prediction"]:
+        return (f"nothing is scored: none of the {pixels['outside_prediction']} valid "
+                f"reference pixels lies on the predicted raster (the rasters do not overlap)")
+    return (f"nothing is scored: all {pixels['reference_void']} reference pixels are nodata "
+            f"or void (IGNORE_VALUES)")
 
 
 def _blocks(height: int, rows_per_block: int, tile_rows: int):

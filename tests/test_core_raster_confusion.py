@@ -372,3 +372,47 @@ def test_large_footprints_read_in_strips_give_the_same_matrix(tmp_path, monkeypa
     strips = run(tmp_path, predicted, reference, **options)
     assert (whole.counts == strips.counts).all()
     assert whole.counts.sum() == 30 * 40
+
+
+def test_class_table_that_is_not_utf8_is_a_message_naming_the_parameter(tmp_path):
+    path = tmp_path / "classes.csv"
+    path.write_text("0,background\n1,building\n", encoding="utf-16")  # a BOM, then UTF-16
+    with pytest.raises(ValueError, match=r"CLASS_NAMES: .* is not UTF-8 text"):
+        read_class_table(str(path))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_class_table_value_that_is_not_finite_is_refused(tmp_path, value):
+    path = tmp_path / "classes.csv"
+    path.write_text(f"0,background\n{value},odd\n")
+    with pytest.raises(ValueError, match=r"CLASS_NAMES: .* line 2: .* is not a class value"):
+        read_class_table(str(path))
+
+
+def test_class_table_skips_one_header_row_only(tmp_path):
+    # "forest" and "crop" are not values: the first line is a header, the second a mistake
+    # that would otherwise drop a class silently.
+    path = tmp_path / "classes.csv"
+    path.write_text("value,name\nforest,1\n2,crop\n")
+    with pytest.raises(ValueError, match=r"line 2: 'forest' is not a class value"):
+        read_class_table(str(path))
+    path.write_text("value,name\n1,forest\n2,crop\n")
+    assert read_class_table(str(path)) == [(1, "forest"), (2, "crop")]
+
+
+def test_rasters_that_do_not_overlap_warn_that_nothing_is_scored(tmp_path):
+    # The prediction lies 100 pixels east of the reference: all 4 valid reference pixels
+    # are outside it, none is scored.
+    result = run(tmp_path, [0, 1, 0, 1], [0, 1, 0, 0],
+                 predicted_raster={"geotransform": (100, 1, 0, 0, 0, -1)})
+    assert result.counts.sum() == 0
+    assert result.alignment["share_reference_outside_prediction"] == 1.0
+    assert any("nothing is scored: none of the 4 valid reference pixels" in w
+               for w in result.warnings)
+
+
+def test_reference_all_void_warns_that_nothing_is_scored(tmp_path):
+    result = run(tmp_path, [0, 1, 0, 1], [3, 3, 5, 5], ignore_values=[3],
+                 reference_raster={"nodata": 5})
+    assert result.counts.sum() == 0
+    assert any("all 4 reference pixels are nodata or void" in w for w in result.warnings)
