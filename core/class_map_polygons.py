@@ -153,11 +153,29 @@ def polygon_class_confusion(
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
             warnings.append(f"{missing} {name} polygons have no class value and are not scored")
-    if extent is None or extent.is_empty:
-        warnings.append("the layers' extents do not overlap: nothing is compared")
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
+    if nothing:
+        warnings.append(nothing)
     for message in warnings:
         logger.warning(message)
     return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, an empty area
+    compared, or no classed reference ground inside it."""
+    if total_m2 > 0:
+        return None
+    for name, layer in (("reference", ref), ("predicted", pred)):
+        if layer.n == 0:
+            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+                    f"{layer.n_dropped} dropped): nothing is compared")
+    if extent is None or extent.is_empty:
+        if extent_kind.startswith("study area"):
+            return "the study area has no polygon: nothing is compared"
+        return "the layers' extents do not overlap: nothing is compared"
+    return (f"no reference polygon with a class lies in the area compared ({extent_kind}): "
+            f"nothing is compared")
 
 
 def _steps(progress):

@@ -125,3 +125,20 @@ def test_class_values_compared_as_the_plugin_compares_labels():
     assert result.classes.values == ["3", "forest"]
     assert result.classes.names == ["", "Forest"]
     assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]
+
+
+def test_study_area_away_from_the_layers_warns_that_nothing_is_compared():
+    square = [shapely.box(0, 0, 10, 10)]
+    result = polygon_class_confusion(square, ["a"], square, ["a"],
+                                     study_area=[shapely.box(100, 100, 110, 110)])
+    assert result.areas_m2.sum() == 0
+    assert any("no reference polygon with a class lies in the area compared (study area)"
+               in w for w in result.warnings)
+
+
+def test_an_empty_layer_is_named_as_the_reason_nothing_is_compared():
+    result = polygon_class_confusion([], [], [shapely.box(0, 0, 10, 10)], ["a"])
+    assert result.areas_m2.sum() == 0
+    assert any("the predicted layer has no polygon to score (0 rows read" in w
+               for w in result.warnings)
+    assert not any("extents do not overlap" in w for w in result.warnings)
