@@ -142,3 +142,15 @@ def test_an_empty_layer_is_named_as_the_reason_nothing_is_compared():
     assert any("the predicted layer has no polygon to score (0 rows read" in w
                for w in result.warnings)
     assert not any("extents do not overlap" in w for w in result.warnings)
+
+
+def test_float32_class_values_match_as_numbers_and_float32_nan_is_no_class():
+    # A float32 column (numpy, GDAL, pandas): 3.0 is the class "3", NaN is no class. Before,
+    # np.float32 was neither a float nor missing: classes "3.0" and "nan" appeared.
+    squares = [shapely.box(0, 0, 10, 10), shapely.box(10, 0, 20, 10)]
+    predicted_classes = list(np.array([3.0, np.nan], dtype=np.float32))  # np.float32 items
+    result = polygon_class_confusion(squares, predicted_classes, squares, [3, None])
+    assert result.classes.values == ["3"]
+    # Class 3: TP 100 on the first square; the second has no class on either side.
+    assert result.areas_m2[0, 0] == pytest.approx(100.0)
+    assert result.alignment["predicted_rows"]["dropped_no_class"] == 1
