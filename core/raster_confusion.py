@@ -68,6 +68,8 @@ class RasterBand:
         data_type: GDAL data type name ("Byte", "UInt16", "Float32", ...).
         class_names: {class value: name} from the band's raster attribute table or category
             names; empty when it has neither.
+        mask: "alpha band" or "mask band" when GDAL reports one for the band other than
+            its nodata value (not used: a warning says so), else None.
     """
 
     path: str
@@ -79,6 +81,7 @@ class RasterBand:
     nodata: float | None
     data_type: str
     class_names: dict = field(default_factory=dict)
+    mask: str | None = None
 
     @property
     def rotated(self) -> bool:
@@ -96,6 +99,7 @@ class RasterBand:
             "rotated": self.rotated,
             "nodata": self.nodata,
             "data_type": self.data_type,
+            "mask": self.mask,
         }
 
 
@@ -127,7 +131,18 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
         nodata=raster_band.GetNoDataValue(),
         data_type=gdal.GetDataTypeName(raster_band.DataType),
         class_names=_band_class_names(raster_band),
+        mask=_mask_kind(raster_band.GetMaskFlags()),
     )
+
+
+def _mask_kind(flags: int) -> str | None:
+    """What GDAL's mask flags of a band say beyond nodata: an alpha band, a mask band, or
+    nothing (all valid, or the nodata value)."""
+    from osgeo import gdal
+
+    if flags & (gdal.GMF_ALL_VALID | gdal.GMF_NODATA):
+        return None
+    return "alpha band" if flags & gdal.GMF_ALPHA else "mask band"
 
 
 def _band_class_names(raster_band) -> dict:
@@ -308,6 +323,13 @@ def raster_confusion(
         warnings.append(area_note)
     if not tally.counts.sum():
         warnings.append(_nothing_scored(tally.pixels))
+    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
+        if band.mask:
+            warnings.append(
+                f"{name}: the raster has a GDAL {band.mask} that is not used: the pixels it masks "
+                f"are scored with their stored values (give the band a nodata value, e.g. "
+                f"gdal_translate -a_nodata, to leave them out)"
+            )
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     for message in warnings:
         logger.warning(message)

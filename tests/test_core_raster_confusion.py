@@ -416,3 +416,23 @@ def test_reference_all_void_warns_that_nothing_is_scored(tmp_path):
                  reference_raster={"nodata": 5})
     assert result.counts.sum() == 0
     assert any("all 4 reference pixels are nodata or void" in w for w in result.warnings)
+
+
+def test_a_mask_band_that_is_not_used_is_said_so(tmp_path):
+    # A per-dataset mask (gdalwarp, JPEG/WebP compression) and no nodata value: the masked
+    # pixels are scored with their stored values, and the run must say so, naming the raster.
+    path = write_raster(tmp_path / "masked.tif", [0, 1, 0, 1])
+    dataset = gdal.Open(path, gdal.GA_Update)
+    dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
+    dataset.GetRasterBand(1).GetMaskBand().WriteArray(np.array([[0, 255, 255, 255]], np.uint8))
+    dataset = None
+    masked = open_band(path, 1, "REFERENCE")
+    plain = open_band(write_raster(tmp_path / "plain.tif", [0, 1, 0, 1]), 1, "PREDICTED")
+    assert (masked.mask, plain.mask) == ("mask band", None)
+    result = raster_confusion(plain, masked)
+    assert result.counts.sum() == 4  # scored as values: the mask is not applied
+    assert any(w.startswith("REFERENCE: the raster has a GDAL mask band that is not used")
+               for w in result.warnings)
+    assert not any(w.startswith("PREDICTED") for w in result.warnings)
+    with_nodata = open_band(write_raster(tmp_path / "nd.tif", [0, 1, 0, 1], nodata=0), 1, "R")
+    assert with_nodata.mask is None  # a nodata value is GDAL's mask: used, no warning
