@@ -69,7 +69,7 @@ class RasterBand:
         class_names: {class value: name} from the band's raster attribute table or category
             names; empty when it has neither.
         mask: "alpha band" or "mask band" when GDAL reports one for the band other than
-            its nodata value (not used: a warning says so), else None.
+            its nodata value (its zero pixels are nodata, as the band's own), else None.
     """
 
     path: str
@@ -282,6 +282,8 @@ def raster_confusion(
     ref_ds, pred_ds = gdal.Open(reference.path), gdal.Open(predicted.path)
     ref_band = ref_ds.GetRasterBand(reference.band)
     pred_band = pred_ds.GetRasterBand(predicted.band)
+    ref_mask_band = ref_band.GetMaskBand() if reference.mask else None
+    pred_mask_band = pred_band.GetMaskBand() if predicted.mask else None
     writer = _AgreementWriter(agreement_path, reference, ref_ds) if agreement_path else None
     rows_per_block = max(1, block_pixels // max(reference.width, 1))
     rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
@@ -294,10 +296,15 @@ def raster_confusion(
                                             ref_band.GetBlockSize()[1]):
             ref = ref_band.ReadAsArray(0, r0, reference.width, r1 - r0)
             pred, inside = locate.read(pred_band, r0, r1)
-            agreement = tally.add(ref, pred, inside, r0, r1)
+            masks = (
+                ref_mask_band.ReadAsArray(0, r0, reference.width, r1 - r0)
+                if ref_mask_band is not None else None,
+                locate.read(pred_mask_band, r0, r1)[0] if pred_mask_band is not None else None,
+            )
+            agreement = tally.add(ref, pred, inside, r0, r1, *masks)
             if writer is not None:
                 writer.write(r0, agreement)
-            del ref, pred, inside, agreement
+            del ref, pred, inside, agreement, masks
             if last_of_tile:
                 # Drop the decoded blocks GDAL caches (up to 5 % of RAM by default): the
                 # memory of a run stays that of a block whatever GDAL_CACHEMAX is.
@@ -323,13 +330,11 @@ def raster_confusion(
         warnings.append(area_note)
     if not tally.counts.sum():
         warnings.append(_nothing_scored(tally.pixels))
-    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
+    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
+                             ("REFERENCE", reference, "are left out as nodata")):
         if band.mask:
-            warnings.append(
-                f"{name}: the raster has a GDAL {band.mask} that is not used: the pixels it masks "
-                f"are scored with their stored values (give the band a nodata value, e.g. "
-                f"gdal_translate -a_nodata, to leave them out)"
-            )
+            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
+                            f"{role}")
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     for message in warnings:
         logger.warning(message)
@@ -391,12 +396,15 @@ class _Tally:
         self.warnings = []
         self.other_by_code = {}
 
-    def add(self, ref, pred, inside, r0, r1) -> np.ndarray:
+    def add(self, ref, pred, inside, r0, r1, ref_mask=None, pred_mask=None) -> np.ndarray:
         """Enter one block: reference values, predicted values under them and the mask of
-        those on the predicted grid, all of shape (r1 - r0, width). Returns the block's
+        those on the predicted grid, all of shape (r1 - r0, width); optionally the GDAL mask
+        bands' values of both (0: nodata), of the same shape. Returns the block's
         agreement codes (``AGREEMENT_CODES``), uint8 of the same shape, when the tally was made
         with ``agreement=True`` (else None)."""
         valid = _valid(ref, self.reference.nodata, self.ignore)
+        if ref_mask is not None:
+            valid &= ref_mask != 0
         scored = valid & inside
         everything = bool(scored.all())  # the common case: views, no boolean copies
         self.pixels["reference_void"] += int(valid.size - np.count_nonzero(valid))
@@ -405,6 +413,8 @@ class _Tally:
         pred_codes = pred.reshape(-1) if everything else pred[scored]
         ref_index = self._positions(ref_codes, from_reference=True)
         pred_ok = _valid(pred_codes, self.predicted.nodata, ())
+        if pred_mask is not None:
+            pred_ok &= (pred_mask.reshape(-1) if everything else pred_mask[scored]) != 0
         all_ok = bool(pred_ok.all())
         pred_codes_ok = pred_codes if all_ok else pred_codes[pred_ok]
         is_void = np.isin(pred_codes_ok, self.ignore) if self.ignore else None

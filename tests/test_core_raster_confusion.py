@@ -418,21 +418,30 @@ def test_reference_all_void_warns_that_nothing_is_scored(tmp_path):
     assert any("all 4 reference pixels are nodata or void" in w for w in result.warnings)
 
 
-def test_a_mask_band_that_is_not_used_is_said_so(tmp_path):
-    # A per-dataset mask (gdalwarp, JPEG/WebP compression) and no nodata value: the masked
-    # pixels are scored with their stored values, and the run must say so, naming the raster.
-    path = write_raster(tmp_path / "masked.tif", [0, 1, 0, 1])
-    dataset = gdal.Open(path, gdal.GA_Update)
-    dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
-    dataset.GetRasterBand(1).GetMaskBand().WriteArray(np.array([[0, 255, 255, 255]], np.uint8))
-    dataset = None
-    masked = open_band(path, 1, "REFERENCE")
-    plain = open_band(write_raster(tmp_path / "plain.tif", [0, 1, 0, 1]), 1, "PREDICTED")
-    assert (masked.mask, plain.mask) == ("mask band", None)
-    result = raster_confusion(plain, masked)
-    assert result.counts.sum() == 4  # scored as values: the mask is not applied
-    assert any(w.startswith("REFERENCE: the raster has a GDAL mask band that is not used")
-               for w in result.warnings)
-    assert not any(w.startswith("PREDICTED") for w in result.warnings)
-    with_nodata = open_band(write_raster(tmp_path / "nd.tif", [0, 1, 0, 1], nodata=0), 1, "R")
-    assert with_nodata.mask is None  # a nodata value is GDAL's mask: used, no warning
+def test_a_mask_band_is_nodata_on_either_side(tmp_path):
+    # A per-dataset mask (gdalwarp -dstalpha, JPEG/WebP compression) and no nodata value:
+    # GDAL's mask is the nodata. Reference [0, 1, 0, 1] with its first pixel masked; the
+    # prediction [0, 1, 1, 1] with its third pixel masked, nodata set on neither band.
+    def masked(name, values, mask):
+        path = write_raster(tmp_path / name, values)
+        dataset = gdal.Open(path, gdal.GA_Update)
+        dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
+        dataset.GetRasterBand(1).GetMaskBand().WriteArray(np.array([mask], np.uint8))
+        dataset = None
+        return path
+
+    reference = open_band(masked("r.tif", [0, 1, 0, 1], [0, 255, 255, 255]), 1, "REFERENCE")
+    predicted = open_band(masked("p.tif", [0, 1, 1, 1], [255, 255, 0, 255]), 1, "PREDICTED")
+    assert (reference.mask, predicted.mask) == ("mask band", "mask band")
+    result = raster_confusion(predicted, reference)
+    # Scored: pixel 2 (reference 1, predicted 1), pixel 3 (reference 0, prediction masked:
+    # NO_PREDICTION), pixel 4 (1, 1); pixel 1 is reference nodata.
+    assert result.alignment["reference_void_pixels"] == 1
+    assert result.alignment["no_prediction_pixels"] == 1
+    assert result.classes.values == [0, 1]
+    # rows: predicted 0, predicted 1, OTHER, NO_PREDICTION; columns: reference 0, 1.
+    assert result.counts.tolist() == [[0, 0], [0, 2], [0, 0], [1, 0]]
+    assert any(w.startswith("REFERENCE: the raster has a GDAL mask band: the pixels it masks "
+                            "are left out") for w in result.warnings)
+    plain = open_band(write_raster(tmp_path / "nd.tif", [0, 1, 0, 1], nodata=0), 1, "R")
+    assert plain.mask is None  # a nodata value is GDAL's mask too: read as nodata already
