@@ -77,13 +77,15 @@ def polygon_class_confusion(
         equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
         study_area: optional sequence of polygons: the area compared (default: the overlap
             of the two layers' extents, as bounding boxes in the equal-area CRS).
-        study_area_crs: its CRS (default: the reference CRS).
+        study_area_crs: its CRS; None only when the layers have none either (a study area
+            without a CRS is never taken to be in the layers' CRS).
         progress: optional callable(fraction done); may raise to cancel.
 
     Returns a PolygonClassConfusion.
 
     Raises ValueError when the class lists do not match their layers, exactly one layer has
-    a CRS, or the equal-area CRS is not projected in metres.
+    a CRS, the study area has a CRS and the layers none or the reverse, or the equal-area
+    CRS is not projected in metres.
     """
     for geoms, values, name in ((predicted, predicted_classes, "predicted"),
                                 (reference, reference_classes, "reference")):
@@ -195,7 +197,14 @@ def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
     """(polygon or None, description): the study area prepared like the layers, or the
     intersection of the two layers' bounding boxes in the equal-area CRS."""
     if study_area is not None:
-        crs = resolve_crs(study_area_crs, "study_area_crs") if study_area_crs else ref_crs
+        crs = resolve_crs(study_area_crs, "study_area_crs")
+        if (crs is None) != (ref_crs is None):
+            raise ValueError(
+                "STUDY_AREA: the study area has no CRS but the layers have one; assign it its "
+                "CRS" if crs is None else
+                "STUDY_AREA: the study area has a CRS but the layers have none; remove it or "
+                "assign the layers theirs"
+            )
         layer = prepare_layer(study_area, crs, ea_crs, "study area")
         if layer.n == 0:
             return None, "study area (empty)"

@@ -154,3 +154,21 @@ def test_float32_class_values_match_as_numbers_and_float32_nan_is_no_class():
     # Class 3: TP 100 on the first square; the second has no class on either side.
     assert result.areas_m2[0, 0] == pytest.approx(100.0)
     assert result.alignment["predicted_rows"]["dropped_no_class"] == 1
+
+
+def test_a_study_area_without_crs_is_never_taken_to_be_in_the_layers_crs():
+    # The layers are in UTM; a study area without CRS could be in degrees or in metres:
+    # refused with a message naming STUDY_AREA (as evaluatepolygons' study area does).
+    square = [shapely.box(0, 0, 10, 10)]
+    with pytest.raises(ValueError, match="STUDY_AREA: the study area has no CRS"):
+        polygon_class_confusion(square, ["a"], square, ["a"], "EPSG:32633", "EPSG:32633",
+                                study_area=[shapely.box(0, 0, 5, 10)])
+    with pytest.raises(ValueError, match="STUDY_AREA: the study area has a CRS"):
+        polygon_class_confusion(square, ["a"], square, ["a"], study_area=square,
+                                study_area_crs="EPSG:32633")
+    # Given its CRS, it is used: [0, 5] × [0, 10] of the square, TP only (in EPSG:6933 m²).
+    result = polygon_class_confusion(square, ["a"], square, ["a"], "EPSG:32633", "EPSG:32633",
+                                     study_area=[shapely.box(0, 0, 5, 10)],
+                                     study_area_crs="EPSG:32633")
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0]
+    assert result.areas_m2[0, 0] == pytest.approx(result.alignment["area_compared_m2"])
