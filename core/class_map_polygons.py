@@ -77,13 +77,15 @@ def polygon_class_confusion(
         equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
         study_area: optional sequence of polygons: the area compared (default: the overlap
             of the two layers' extents, as bounding boxes in the equal-area CRS).
-        study_area_crs: its CRS (default: the reference CRS).
+        study_area_crs: its CRS; None only when the layers have none either (a study area
+            without a CRS is never taken to be in the layers' CRS).
         progress: optional callable(fraction done); may raise to cancel.
 
     Returns a PolygonClassConfusion.
 
     Raises ValueError when the class lists do not match their layers, exactly one layer has
-    a CRS, or the equal-area CRS is not projected in metres.
+    a CRS, the study area has a CRS and the layers none or the reverse, or the equal-area
+    CRS is not projected in metres.
     """
     for geoms, values, name in ((predicted, predicted_classes, "predicted"),
                                 (reference, reference_classes, "reference")):
@@ -153,11 +155,29 @@ def polygon_class_confusion(
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
             warnings.append(f"{missing} {name} polygons have no class value and are not scored")
-    if extent is None or extent.is_empty:
-        warnings.append("the layers' extents do not overlap: nothing is compared")
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
+    if nothing:
+        warnings.append(nothing)
     for message in warnings:
         logger.warning(message)
     return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, an empty area
+    compared, or no classed reference ground inside it."""
+    if total_m2 > 0:
+        return None
+    for name, layer in (("reference", ref), ("predicted", pred)):
+        if layer.n == 0:
+            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+                    f"{layer.n_dropped} dropped): nothing is compared")
+    if extent is None or extent.is_empty:
+        if extent_kind.startswith("study area"):
+            return "the study area has no polygon: nothing is compared"
+        return "the layers' extents do not overlap: nothing is compared"
+    return (f"no reference polygon with a class lies in the area compared ({extent_kind}): "
+            f"nothing is compared")
 
 
 def _steps(progress):
@@ -177,7 +197,14 @@ def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
     """(polygon or None, description): the study area prepared like the layers, or the
     intersection of the two layers' bounding boxes in the equal-area CRS."""
     if study_area is not None:
-        crs = resolve_crs(study_area_crs, "study_area_crs") if study_area_crs else ref_crs
+        crs = resolve_crs(study_area_crs, "study_area_crs")
+        if (crs is None) != (ref_crs is None):
+            raise ValueError(
+                "STUDY_AREA: the study area has no CRS but the layers have one; assign it its "
+                "CRS" if crs is None else
+                "STUDY_AREA: the study area has a CRS but the layers have none; remove it or "
+                "assign the layers theirs"
+            )
         layer = prepare_layer(study_area, crs, ea_crs, "study area")
         if layer.n == 0:
             return None, "study area (empty)"

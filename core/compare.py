@@ -219,10 +219,14 @@ def _unique_names(names, n: int) -> list:
     names = [str(name) for name in names]
     if len(names) != n:
         raise ValueError(f"names: one name per layer ({n}), got {len(names)}")
-    out, seen = [], {}
+    out, taken = [], set()
     for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+        unique, k = name, 1
+        while unique in taken:  # "a", "a", "a (2)" -> "a", "a (2)", "a (2) (2)"
+            k += 1
+            unique = f"{name} ({k})"
+        taken.add(unique)
+        out.append(unique)
     return out
 
 

@@ -48,7 +48,7 @@ def is_missing(value) -> bool:
     """None, NaN, or a QGIS NULL (a QVariant whose isNull() is true)."""
     if value is None:
         return True
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, (float, np.floating)) and math.isnan(value):  # float32 NaN too
         return True
     is_null = getattr(value, "isNull", None)
     return bool(is_null()) if callable(is_null) else False

@@ -25,8 +25,8 @@ def class_key(value) -> str:
     text (12, 12.0 and "12" are "12"); missing values (None, NaN, NULL, blank) ``MISSING``."""
     if is_missing(value):
         return MISSING
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)  # 12.0, np.float32(12) -> "12"
     return str(value).strip().casefold()
 
 
@@ -41,7 +41,7 @@ def normalise_labels(values, *, case_insensitive: bool) -> np.ndarray:
         if is_missing(value):
             out[k] = MISSING
             continue
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
             value = int(value)
         text = str(value).strip()
         out[k] = text.casefold() if case_insensitive else text

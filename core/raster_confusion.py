@@ -68,6 +68,8 @@ class RasterBand:
         data_type: GDAL data type name ("Byte", "UInt16", "Float32", ...).
         class_names: {class value: name} from the band's raster attribute table or category
             names; empty when it has neither.
+        mask: "alpha band" or "mask band" when GDAL reports one for the band other than
+            its nodata value (its zero pixels are nodata, as the band's own), else None.
     """
 
     path: str
@@ -79,6 +81,7 @@ class RasterBand:
     nodata: float | None
     data_type: str
     class_names: dict = field(default_factory=dict)
+    mask: str | None = None
 
     @property
     def rotated(self) -> bool:
@@ -96,6 +99,7 @@ class RasterBand:
             "rotated": self.rotated,
             "nodata": self.nodata,
             "data_type": self.data_type,
+            "mask": self.mask,
         }
 
 
@@ -127,7 +131,18 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
         nodata=raster_band.GetNoDataValue(),
         data_type=gdal.GetDataTypeName(raster_band.DataType),
         class_names=_band_class_names(raster_band),
+        mask=_mask_kind(raster_band.GetMaskFlags()),
     )
+
+
+def _mask_kind(flags: int) -> str | None:
+    """What GDAL's mask flags of a band say beyond nodata: an alpha band, a mask band, or
+    nothing (all valid, or the nodata value)."""
+    from osgeo import gdal
+
+    if flags & (gdal.GMF_ALL_VALID | gdal.GMF_NODATA):
+        return None
+    return "alpha band" if flags & gdal.GMF_ALPHA else "mask band"
 
 
 def _band_class_names(raster_band) -> dict:
@@ -159,32 +174,42 @@ def read_class_table(path: str) -> list[tuple]:
     (``value,r,g,b,a,label``; its ``INTERPOLATION:`` line is skipped), ``#`` comments, and a
     header row whose first field is not a number. Values are numbers (int when integral).
 
-    Raises ValueError naming the file and line when a value is repeated or a line has a
-    number but no usable structure.
+    Raises ValueError naming the file and line when a value is repeated, not finite (NaN,
+    infinity) or a line has a number but no usable structure, and naming the file when it is
+    not UTF-8 text.
     """
-    rows, seen = [], set()
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, 1):
-            text = line.strip()
-            if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            lines = handle.readlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"CLASS_NAMES: {path} is not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start}); save it as UTF-8") from None
+    rows, seen, header = [], set(), None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
+            continue
+        separator = "\t" if "\t" in text else (";" if ";" in text else ",")
+        parts = [p.strip() for p in text.split(separator)]
+        try:
+            value = _plain(float(parts[0]))
+        except ValueError:
+            if not rows and not header:
+                header = text  # one header row; a second non-numeric row is an error
                 continue
-            separator = "\t" if "\t" in text else (";" if ";" in text else ",")
-            parts = [p.strip() for p in text.split(separator)]
-            try:
-                value = _plain(float(parts[0]))
-            except ValueError:
-                if not rows:
-                    continue  # a header
-                raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
-                                 f"class value") from None
-            if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
-                name = parts[5] if len(parts) > 5 else ""
-            else:
-                name = parts[1] if len(parts) > 1 else ""
-            if value in seen:
-                raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
-            seen.add(value)
-            rows.append((value, name))
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
+                             f"class value") from None
+        if not math.isfinite(value):
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
+                             f"class value (NaN and infinity are never class codes)")
+        if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
+            name = parts[5] if len(parts) > 5 else ""
+        else:
+            name = parts[1] if len(parts) > 1 else ""
+        if value in seen:
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
+        seen.add(value)
+        rows.append((value, name))
     return rows
 
 
@@ -257,6 +282,8 @@ def raster_confusion(
     ref_ds, pred_ds = gdal.Open(reference.path), gdal.Open(predicted.path)
     ref_band = ref_ds.GetRasterBand(reference.band)
     pred_band = pred_ds.GetRasterBand(predicted.band)
+    ref_mask_band = ref_band.GetMaskBand() if reference.mask else None
+    pred_mask_band = pred_band.GetMaskBand() if predicted.mask else None
     writer = _AgreementWriter(agreement_path, reference, ref_ds) if agreement_path else None
     rows_per_block = max(1, block_pixels // max(reference.width, 1))
     rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
@@ -269,10 +296,15 @@ def raster_confusion(
                                             ref_band.GetBlockSize()[1]):
             ref = ref_band.ReadAsArray(0, r0, reference.width, r1 - r0)
             pred, inside = locate.read(pred_band, r0, r1)
-            agreement = tally.add(ref, pred, inside, r0, r1)
+            masks = (
+                ref_mask_band.ReadAsArray(0, r0, reference.width, r1 - r0)
+                if ref_mask_band is not None else None,
+                locate.read(pred_mask_band, r0, r1)[0] if pred_mask_band is not None else None,
+            )
+            agreement = tally.add(ref, pred, inside, r0, r1, *masks)
             if writer is not None:
                 writer.write(r0, agreement)
-            del ref, pred, inside, agreement
+            del ref, pred, inside, agreement, masks
             if last_of_tile:
                 # Drop the decoded blocks GDAL caches (up to 5 % of RAM by default): the
                 # memory of a run stays that of a block whatever GDAL_CACHEMAX is.
@@ -296,10 +328,26 @@ def raster_confusion(
                     classes.names[k] = name
     if area_note:
         warnings.append(area_note)
+    if not tally.counts.sum():
+        warnings.append(_nothing_scored(tally.pixels))
+    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
+                             ("REFERENCE", reference, "are left out as nodata")):
+        if band.mask:
+            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
+                            f"{role}")
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     for message in warnings:
         logger.warning(message)
     return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _nothing_scored(pixels: dict) -> str:
+    """Why no pixel was scored, from the tally's coverage counts."""
+    if pixels["outside_prediction"]:
+        return (f"nothing is scored: none of the {pixels['outside_prediction']} valid "
+                f"reference pixels lies on the predicted raster (the rasters do not overlap)")
+    return (f"nothing is scored: all {pixels['reference_void']} reference pixels are nodata "
+            f"or void (IGNORE_VALUES)")
 
 
 def _blocks(height: int, rows_per_block: int, tile_rows: int):
@@ -348,12 +396,15 @@ class _Tally:
         self.warnings = []
         self.other_by_code = {}
 
-    def add(self, ref, pred, inside, r0, r1) -> np.ndarray:
+    def add(self, ref, pred, inside, r0, r1, ref_mask=None, pred_mask=None) -> np.ndarray:
         """Enter one block: reference values, predicted values under them and the mask of
-        those on the predicted grid, all of shape (r1 - r0, width). Returns the block's
+        those on the predicted grid, all of shape (r1 - r0, width); optionally the GDAL mask
+        bands' values of both (0: nodata), of the same shape. Returns the block's
         agreement codes (``AGREEMENT_CODES``), uint8 of the same shape, when the tally was made
         with ``agreement=True`` (else None)."""
         valid = _valid(ref, self.reference.nodata, self.ignore)
+        if ref_mask is not None:
+            valid &= ref_mask != 0
         scored = valid & inside
         everything = bool(scored.all())  # the common case: views, no boolean copies
         self.pixels["reference_void"] += int(valid.size - np.count_nonzero(valid))
@@ -362,6 +413,8 @@ class _Tally:
         pred_codes = pred.reshape(-1) if everything else pred[scored]
         ref_index = self._positions(ref_codes, from_reference=True)
         pred_ok = _valid(pred_codes, self.predicted.nodata, ())
+        if pred_mask is not None:
+            pred_ok &= (pred_mask.reshape(-1) if everything else pred_mask[scored]) != 0
         all_ok = bool(pred_ok.all())
         pred_codes_ok = pred_codes if all_ok else pred_codes[pred_ok]
         is_void = np.isin(pred_codes_ok, self.ignore) if self.ignore else None

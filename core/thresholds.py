@@ -140,6 +140,8 @@ def failure_message(results) -> str:
 
 def _parse_one(text: str) -> Condition:
     position = _operator_position(text)  # outside quotes: a quoted key may hold "<"
+    if position is None and _unclosed_quote(text):
+        raise ValueError(f"condition {text!r}: unclosed quote {_unclosed_quote(text)}")
     if position is None:
         raise ValueError(
             f"condition {text!r}: no comparison operator (use one of {', '.join(OPERATORS)})"
@@ -174,6 +176,18 @@ def _operator_position(text: str) -> int | None:
         elif character in "<>=!":
             return k
     return None
+
+
+def _unclosed_quote(text: str) -> str:
+    """The quote character left open in ``text`` ("" when every quote is closed)."""
+    quote = ""
+    for character in text:
+        if quote:
+            if character == quote:
+                quote = ""
+        elif character in "\"'":
+            quote = character
+    return quote
 
 
 def _parse_path(text: str, condition: str) -> tuple:

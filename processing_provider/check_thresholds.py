@@ -115,7 +115,7 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         path = self.parameterAsFile(parameters, self.REPORT, context)
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open(path, encoding="utf-8-sig") as handle:  # a BOM is not an error
                 report = json.load(handle)
         except (OSError, ValueError) as exc:
             raise QgsProcessingException(f"REPORT: cannot read {path} as JSON: {exc}") from None

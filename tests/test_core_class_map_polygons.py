@@ -125,3 +125,50 @@ def test_class_values_compared_as_the_plugin_compares_labels():
     assert result.classes.values == ["3", "forest"]
     assert result.classes.names == ["", "Forest"]
     assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]
+
+
+def test_study_area_away_from_the_layers_warns_that_nothing_is_compared():
+    square = [shapely.box(0, 0, 10, 10)]
+    result = polygon_class_confusion(square, ["a"], square, ["a"],
+                                     study_area=[shapely.box(100, 100, 110, 110)])
+    assert result.areas_m2.sum() == 0
+    assert any("no reference polygon with a class lies in the area compared (study area)"
+               in w for w in result.warnings)
+
+
+def test_an_empty_layer_is_named_as_the_reason_nothing_is_compared():
+    result = polygon_class_confusion([], [], [shapely.box(0, 0, 10, 10)], ["a"])
+    assert result.areas_m2.sum() == 0
+    assert any("the predicted layer has no polygon to score (0 rows read" in w
+               for w in result.warnings)
+    assert not any("extents do not overlap" in w for w in result.warnings)
+
+
+def test_float32_class_values_match_as_numbers_and_float32_nan_is_no_class():
+    # A float32 column (numpy, GDAL, pandas): 3.0 is the class "3", NaN is no class. Before,
+    # np.float32 was neither a float nor missing: classes "3.0" and "nan" appeared.
+    squares = [shapely.box(0, 0, 10, 10), shapely.box(10, 0, 20, 10)]
+    predicted_classes = list(np.array([3.0, np.nan], dtype=np.float32))  # np.float32 items
+    result = polygon_class_confusion(squares, predicted_classes, squares, [3, None])
+    assert result.classes.values == ["3"]
+    # Class 3: TP 100 on the first square; the second has no class on either side.
+    assert result.areas_m2[0, 0] == pytest.approx(100.0)
+    assert result.alignment["predicted_rows"]["dropped_no_class"] == 1
+
+
+def test_a_study_area_without_crs_is_never_taken_to_be_in_the_layers_crs():
+    # The layers are in UTM; a study area without CRS could be in degrees or in metres:
+    # refused with a message naming STUDY_AREA (as evaluatepolygons' study area does).
+    square = [shapely.box(0, 0, 10, 10)]
+    with pytest.raises(ValueError, match="STUDY_AREA: the study area has no CRS"):
+        polygon_class_confusion(square, ["a"], square, ["a"], "EPSG:32633", "EPSG:32633",
+                                study_area=[shapely.box(0, 0, 5, 10)])
+    with pytest.raises(ValueError, match="STUDY_AREA: the study area has a CRS"):
+        polygon_class_confusion(square, ["a"], square, ["a"], study_area=square,
+                                study_area_crs="EPSG:32633")
+    # Given its CRS, it is used: [0, 5] × [0, 10] of the square, TP only (in EPSG:6933 m²).
+    result = polygon_class_confusion(square, ["a"], square, ["a"], "EPSG:32633", "EPSG:32633",
+                                     study_area=[shapely.box(0, 0, 5, 10)],
+                                     study_area_crs="EPSG:32633")
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0]
+    assert result.areas_m2[0, 0] == pytest.approx(result.alignment["area_compared_m2"])

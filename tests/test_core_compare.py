@@ -93,3 +93,15 @@ def test_release_thresholds_read_the_comparison_report():
         ("per_layer.b.recall", 0.8, True),
         ("differences.b.recall.significant", 1.0, True),
     ]
+
+
+def test_renamed_layer_never_collides_with_a_given_name():
+    # "a", "a", "a (2)": the second "a" becomes "a (2)", so the third cannot keep that name
+    # (its intervals and differences would overwrite the second's).
+    comparison = compare_predictions(
+        [FIRST, SECOND, FIRST], REFERENCE, names=["a", "a", "a (2)"], bootstrap=0
+    )
+    assert comparison.names == ["a", "a (2)", "a (2) (2)"]
+    assert len(comparison.differences) == 2
+    assert comparison.differences["a (2)"]["recall"]["difference"] == pytest.approx(0.3)
+    assert comparison.differences["a (2) (2)"]["recall"]["difference"] == pytest.approx(0.0)

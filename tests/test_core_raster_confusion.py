@@ -372,3 +372,76 @@ def test_large_footprints_read_in_strips_give_the_same_matrix(tmp_path, monkeypa
     strips = run(tmp_path, predicted, reference, **options)
     assert (whole.counts == strips.counts).all()
     assert whole.counts.sum() == 30 * 40
+
+
+def test_class_table_that_is_not_utf8_is_a_message_naming_the_parameter(tmp_path):
+    path = tmp_path / "classes.csv"
+    path.write_text("0,background\n1,building\n", encoding="utf-16")  # a BOM, then UTF-16
+    with pytest.raises(ValueError, match=r"CLASS_NAMES: .* is not UTF-8 text"):
+        read_class_table(str(path))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_class_table_value_that_is_not_finite_is_refused(tmp_path, value):
+    path = tmp_path / "classes.csv"
+    path.write_text(f"0,background\n{value},odd\n")
+    with pytest.raises(ValueError, match=r"CLASS_NAMES: .* line 2: .* is not a class value"):
+        read_class_table(str(path))
+
+
+def test_class_table_skips_one_header_row_only(tmp_path):
+    # "forest" and "crop" are not values: the first line is a header, the second a mistake
+    # that would otherwise drop a class silently.
+    path = tmp_path / "classes.csv"
+    path.write_text("value,name\nforest,1\n2,crop\n")
+    with pytest.raises(ValueError, match=r"line 2: 'forest' is not a class value"):
+        read_class_table(str(path))
+    path.write_text("value,name\n1,forest\n2,crop\n")
+    assert read_class_table(str(path)) == [(1, "forest"), (2, "crop")]
+
+
+def test_rasters_that_do_not_overlap_warn_that_nothing_is_scored(tmp_path):
+    # The prediction lies 100 pixels east of the reference: all 4 valid reference pixels
+    # are outside it, none is scored.
+    result = run(tmp_path, [0, 1, 0, 1], [0, 1, 0, 0],
+                 predicted_raster={"geotransform": (100, 1, 0, 0, 0, -1)})
+    assert result.counts.sum() == 0
+    assert result.alignment["share_reference_outside_prediction"] == 1.0
+    assert any("nothing is scored: none of the 4 valid reference pixels" in w
+               for w in result.warnings)
+
+
+def test_reference_all_void_warns_that_nothing_is_scored(tmp_path):
+    result = run(tmp_path, [0, 1, 0, 1], [3, 3, 5, 5], ignore_values=[3],
+                 reference_raster={"nodata": 5})
+    assert result.counts.sum() == 0
+    assert any("all 4 reference pixels are nodata or void" in w for w in result.warnings)
+
+
+def test_a_mask_band_is_nodata_on_either_side(tmp_path):
+    # A per-dataset mask (gdalwarp -dstalpha, JPEG/WebP compression) and no nodata value:
+    # GDAL's mask is the nodata. Reference [0, 1, 0, 1] with its first pixel masked; the
+    # prediction [0, 1, 1, 1] with its third pixel masked, nodata set on neither band.
+    def masked(name, values, mask):
+        path = write_raster(tmp_path / name, values)
+        dataset = gdal.Open(path, gdal.GA_Update)
+        dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
+        dataset.GetRasterBand(1).GetMaskBand().WriteArray(np.array([mask], np.uint8))
+        dataset = None
+        return path
+
+    reference = open_band(masked("r.tif", [0, 1, 0, 1], [0, 255, 255, 255]), 1, "REFERENCE")
+    predicted = open_band(masked("p.tif", [0, 1, 1, 1], [255, 255, 0, 255]), 1, "PREDICTED")
+    assert (reference.mask, predicted.mask) == ("mask band", "mask band")
+    result = raster_confusion(predicted, reference)
+    # Scored: pixel 2 (reference 1, predicted 1), pixel 3 (reference 0, prediction masked:
+    # NO_PREDICTION), pixel 4 (1, 1); pixel 1 is reference nodata.
+    assert result.alignment["reference_void_pixels"] == 1
+    assert result.alignment["no_prediction_pixels"] == 1
+    assert result.classes.values == [0, 1]
+    # rows: predicted 0, predicted 1, OTHER, NO_PREDICTION; columns: reference 0, 1.
+    assert result.counts.tolist() == [[0, 0], [0, 2], [0, 0], [1, 0]]
+    assert any(w.startswith("REFERENCE: the raster has a GDAL mask band: the pixels it masks "
+                            "are left out") for w in result.warnings)
+    plain = open_band(write_raster(tmp_path / "nd.tif", [0, 1, 0, 1], nodata=0), 1, "R")
+    assert plain.mask is None  # a nodata value is GDAL's mask too: read as nodata already

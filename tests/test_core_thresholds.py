@@ -93,7 +93,7 @@ def test_a_null_value_fails_and_says_so():
         (">= 0.8", "no key before >="),
         ("f1 >= nan", "NaN"),
         ("per size >= 1", "unexpected 's'"),
-        ('"f1 >= 1', "no comparison operator"),
+        ('"f1 >= 1', 'unclosed quote "'),  # the quote swallows the operator
         ("", "no condition given"),
         ("a..b >= 1", "a key name was expected"),
     ],
@@ -132,3 +132,11 @@ def test_opposite_operators_never_both_pass(value, threshold):
     ge, lt, eq, ne = (r.passed for r in check_conditions(report, text))
     assert ge != lt and eq != ne
     assert json.dumps(report)  # plain JSON values
+
+
+def test_an_unclosed_quote_is_named_rather_than_a_missing_operator():
+    # The quote swallows ">= 0.8": the message must name the quote, not the operator.
+    with pytest.raises(ValueError, match=r"unclosed quote '"):
+        parse_conditions("'f1 >= 0.8")
+    with pytest.raises(ValueError, match=r'unclosed quote "'):
+        parse_conditions('per_size_class."0.5-1.recall >= 0.6')

@@ -51,3 +51,11 @@ def test_without_failing_the_run_the_count_says_it(ioueval_provider, report_path
 def test_a_missing_key_is_named(ioueval_provider, report_path):
     with pytest.raises(QgsProcessingException, match="no key 'f2'"):
         check(report_path, "f2 >= 0.9")
+
+
+def test_a_report_saved_with_a_byte_order_mark_is_read(ioueval_provider, tmp_path):
+    # Windows editors (Notepad, PowerShell's Out-File) save UTF-8 with a BOM: still JSON.
+    path = tmp_path / "report_bom.json"
+    path.write_text(json.dumps(REPORT), encoding="utf-8-sig")
+    result = check(str(path), "f1 >= 0.8")
+    assert (result["FAILED_COUNT"], result["CHECK_COUNT"]) == (0, 1)
