@@ -14,12 +14,14 @@ from .report_html import Alert, Definition, Section, render_report
 _ANNOTATE_MAX_CLASSES = 14
 #: ... and without class labels on the axes beyond this many.
 _LABEL_MAX_CLASSES = 40
+#: The source the formulas are cited from (by name: the source files are not shipped).
+_IOU_ARTICLE = "IoU article (Jaccard index for boxes, masks and label maps)"
 
 DEFINITIONS = (
     Definition("per_class.<value>.iou", "Intersection over union of one class",
-               "TP / (TP + FP + FN)", "Everingham et al. 2010 (PASCAL VOC); iou_article.txt"),
+               "TP / (TP + FP + FN)", "Everingham et al. 2010 (PASCAL VOC); " + _IOU_ARTICLE),
     Definition("per_class.<value>.dice", "Dice coefficient (F1 of the class)",
-               "2 TP / (2 TP + FP + FN) = 2 IoU / (1 + IoU)", "Dice 1945; iou_article.txt"),
+               "2 TP / (2 TP + FP + FN) = 2 IoU / (1 + IoU)", "Dice 1945; " + _IOU_ARTICLE),
     Definition("per_class.<value>.precision", "Precision (user's accuracy)", "TP / (TP + FP)",
                "Story & Congalton 1986"),
     Definition("per_class.<value>.recall", "Recall (producer's accuracy)", "TP / (TP + FN)",
@@ -47,7 +49,7 @@ DEFINITIONS = (
                "prediction, rows dropped and overlaps inside each layer"),
     Definition("miou", "Mean IoU over the classes present in either map; a class absent from "
                "both (0/0) is reported as absent and left out", "mean over present k of IoU_k",
-               "Everingham et al. 2010; iou_article.txt"),
+               "Everingham et al. 2010; " + _IOU_ARTICLE),
     Definition("fwiou", "Frequency-weighted IoU: IoU weighted by each class's share of the "
                "reference", "Σ_k (reference_k / Σ reference) · IoU_k",
                "Long, Shelhamer & Darrell 2015 (FCN)"),

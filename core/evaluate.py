@@ -679,7 +679,7 @@ def _bootstrap(
         return info
 
     def report(fraction):
-        progress.checkpoint(85 + 14 * fraction, "Bootstrap")
+        progress.checkpoint(85 + 14 * fraction)  # "Bootstrap" was said once, at 85 %
 
     for first, weights in bootstrap_weights(n_resamples, seed, pool_codes, report):
         last = first + len(weights)

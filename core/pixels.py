@@ -31,7 +31,7 @@ def pixels_per_field(geometries, crs, gsd_m: float, equal_area_crs="EPSG:6933") 
     gsd_m = check_positive(gsd_m, "gsd_m")
     source_crs = resolve_crs(crs, "crs")
     ea_crs = resolve_equal_area_crs(equal_area_crs) if source_crs is not None else None
-    layer = prepare_layer(geometries, source_crs, ea_crs, "reference")
+    layer = prepare_layer(geometries, source_crs, ea_crs, "input")  # logged: "input geometries"
     check_equal_area(ea_crs, [layer.geometries])
     values = np.full(layer.n_input, np.nan)
     values[layer.keep] = layer.area_m2 / (float(gsd_m) ** 2)

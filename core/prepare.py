@@ -31,6 +31,7 @@ from .crs import crs_label, densify_step, resolve_crs, to_crs
 from .densify import Projector, densify_adaptive
 from .parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
+from .wording import count_of
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +184,12 @@ def prepare_layer(
             "%d of %d %s rows are not evaluated (%s)", layer.n_dropped, n_input, name, counts
         )
     if layer.n_repaired:
-        logger.warning("%d %s geometries were invalid and were repaired", layer.n_repaired, name)
+        logger.warning(
+            "%s %s and %s repaired",
+            count_of(layer.n_repaired, f"{name} geometry", f"{name} geometries"),
+            "was invalid" if layer.n_repaired == 1 else "were invalid",
+            "was" if layer.n_repaired == 1 else "were",
+        )
     return layer
 
 

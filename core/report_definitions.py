@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from .report_html import Definition
 
-AGRIBOUND = "agribound 1.0 evaluation (seeds/agribound_evaluation.txt)"
-AGRIBOUND_01 = "agribound 0.1.x, kept in 1.0 (seeds/agribound_evaluation.txt)"
+AGRIBOUND = "agribound 1.0 evaluation documentation"
+AGRIBOUND_01 = "agribound 0.1.x, kept in 1.0 (agribound 1.0 evaluation documentation)"
 COCO = "COCO detection evaluation (Lin et al. 2014; pycocotools cocoeval), 101-point interpolation"
 PB2010 = ("Persello & Bruzzone 2010, doi:10.1109/TGRS.2009.2029570; Clinton et al. 2010, "
           "doi:10.14358/PERS.76.3.289; via agribound 1.0")
 PLUGIN = "this plugin (README)"
-GALTEA = "Galtea spatial match (seeds/galtea_spatial_match.txt)"
-GROUNDSET = "GroundSet, Ferrod et al. 2026 (seeds/groundset_eval.txt)"
-GUIDE = "spatial IoU guide (seeds/spatial_iou_guide.txt): report distributions, not only means"
+GALTEA = "Galtea spatial match"
+GROUNDSET = "GroundSet evaluation, Ferrod et al. 2026"
+GUIDE = ("Spatial IoU guide for LLM-generated geometries: report distributions, not only "
+         "means")
 
 _EMPTY = "0 on an empty denominator, 1 when both layers are empty"
 
@@ -238,7 +239,7 @@ _ROWS = (
     ("study_area_rule", "How the study area selected the rows of both layers alike: "
      "intersects (shares a point with it), centroid_within (centroid inside or on the "
      "outline), clip (cut to it; rows without area inside left out).", "",
-     "agribound aoi_selection (seeds/agribound_evaluation.txt, 'In the pipeline')"),
+     "agribound aoi_selection (agribound 1.0 evaluation documentation, 'In the pipeline')"),
     ("count_reference_outside_study_area", "Reference rows the study area left out.", "",
      PLUGIN),
     ("count_predicted_outside_study_area", "Predicted rows the study area left out.", "",

@@ -16,12 +16,12 @@ ALGORITHM_ID = "ioueval:spatialmatch"
 DEFINITIONS = (
     Definition("best_iou", "Per row: the highest IoU of any answered polygon against any "
                "expected polygon; 0 when the answer yields no polygon",
-               "max_ij |A_i ∩ E_j| / |A_i ∪ E_j|", "galtea_spatial_match.txt"),
+               "max_ij |A_i ∩ E_j| / |A_i ∪ E_j|", "Galtea spatial match"),
     Definition("pass_rate", "Share of scored rows whose best IoU reaches the threshold "
                "(relative tolerance 1e-9); a row expecting nothing passes when nothing is "
-               "answered", "count_pass / count_scored", "galtea_spatial_match.txt"),
+               "answered", "count_pass / count_scored", "Galtea spatial match"),
     Definition("iou_mean, iou_median, iou_p10", "Mean, median and 10th percentile of the best "
-               "IoU over scored rows", "", "spatial_iou_guide.txt"),
+               "IoU over scored rows", "", "Spatial IoU guide for LLM-generated geometries"),
     Definition("acc_at_τ", "Share of scored rows whose best IoU is at least τ",
                "count(best_iou ≥ τ) / count_scored"),
     Definition("cumulative_iou", "Sum of intersections over sum of unions of the best pairs; a "
@@ -30,7 +30,7 @@ DEFINITIONS = (
     Definition("dice_mean, giou_mean", "Means of the best pair's Dice and GIoU (enclosing "
                "shape: the smallest axis-aligned box); no answer polygon: Dice 0, GIoU -1",
                "Dice = 2 IoU / (1 + IoU); GIoU = IoU − |C \\ (A ∪ E)| / |C|",
-               "iou_article.txt"),
+               "IoU article (Jaccard index for boxes, masks and label maps)"),
     Definition("centre_hit_rate", "Share of scored rows whose best pair's expected centroid "
                "lies in its answered polygon"),
     Definition("parse_failure_rate", "Share of scored rows whose answer could not be read "

@@ -11,13 +11,25 @@ import re
 from dataclasses import dataclass
 
 #: pip needs the GEOS that QGIS uses: shapely built from source against it.
-_SHAPELY_PIP = 'python3 -m pip install --user --no-binary shapely "shapely>=2.1,<2.2"'
+_SHAPELY_PIP = '--no-binary shapely "shapely>=2.1,<2.2"'
+
+#: How to install packages (``{pip}``: pip's arguments) into the Python QGIS runs. Debian 12
+#: and Ubuntu refuse ``pip install --user`` (externally-managed-environment): a venv that sees
+#: the system's packages, put on QGIS's PYTHONPATH, as the README and scripts/setup.sh do.
+_HOW_TO_INSTALL = (
+    "From a clone of the plugin: bash scripts/setup.sh, then source scripts/env.sh before "
+    "starting qgis or qgis_process (see the README, Python dependencies). Otherwise on "
+    "Debian/Ubuntu: python3 -m venv --system-site-packages ~/iou-venv && "
+    "~/iou-venv/bin/python -m pip install {pip}, then start QGIS with "
+    "PYTHONPATH=$(echo ~/iou-venv/lib/python3*/site-packages). On Windows, in the OSGeo4W "
+    "Shell: python3 -m pip install {pip}. Then restart QGIS."
+)
 
 
 @dataclass(frozen=True)
 class Dependency:
     """A package: its import name, the oldest version that works, what it is needed for
-    (``required``: for anything at all), and how to install it into QGIS's Python."""
+    (``required``: for anything at all), and pip's arguments that install it."""
 
     module: str
     minimum: str
@@ -27,16 +39,13 @@ class Dependency:
 
 
 DEPENDENCIES = (
-    Dependency("numpy", "1.21", "everything", 'python3 -m pip install --user "numpy>=1.21,<2"'),
-    Dependency("shapely", "2.1", "everything (geometry repair needs shapely 2.1)", _SHAPELY_PIP),
-    Dependency("pyproj", "3.0", "everything (reprojection)",
-               'python3 -m pip install --user "pyproj>=3.0"'),
-    Dependency("scipy", "1.6", "the optimal matching rule",
-               'python3 -m pip install --user "scipy>=1.6"', required=False),
-    Dependency("matplotlib", "3.4", "the figures of the HTML reports",
-               'python3 -m pip install --user "matplotlib>=3.4"', required=False),
-    Dependency("jinja2", "2.11", "the HTML reports",
-               'python3 -m pip install --user "jinja2>=2.11"', required=False),
+    Dependency("numpy", "1.21", "every algorithm", '"numpy>=1.21,<2"'),
+    Dependency("shapely", "2.1", "every algorithm (geometry repair needs 2.1)", _SHAPELY_PIP),
+    Dependency("pyproj", "3.0", "every algorithm (reprojection)", '"pyproj>=3.0"'),
+    Dependency("scipy", "1.6", "the optimal matching rule", '"scipy>=1.6"', required=False),
+    Dependency("matplotlib", "3.4", "the figures of the HTML reports", '"matplotlib>=3.4"',
+               required=False),
+    Dependency("jinja2", "2.11", "the HTML reports", '"jinja2>=2.11"', required=False),
 )
 
 
@@ -51,10 +60,9 @@ class Problem:
     def message(self) -> str:
         d = self.dependency
         state = "is not installed" if self.found is None else f"{self.found} is too old"
-        return (f"IoU Evaluation: the Python package {d.module} {state} (needed for "
-                f"{d.needed_for}: {d.module} >= {d.minimum}). Install it into the Python "
-                f"that QGIS runs (on Windows in the OSGeo4W Shell), then restart QGIS: "
-                f"{d.install}")
+        return (f"IoU Evaluation needs the Python package {d.module} >= {d.minimum} for "
+                f"{d.needed_for}; the package {d.module} {state}. "
+                + _HOW_TO_INSTALL.format(pip=d.install))
 
 
 def dependency_problems(dependencies=DEPENDENCIES, import_module=importlib.import_module):

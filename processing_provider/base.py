@@ -6,6 +6,8 @@ from qgis.core import QgsProcessingAlgorithm, QgsProcessingOutputNumber
 from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 
+from .csvt import csv_destination, write_csvt
+
 RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
 
 
@@ -59,6 +61,17 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
     def numeric_results(self, value_of) -> dict:
         """{output name: value_of(key)} of every NUMERIC_OUTPUTS entry, for the results."""
         return {name: value_of(key) for name, (key, _) in self.NUMERIC_OUTPUTS.items()}
+
+    def parameterAsSink(self, parameters, name, context, fields, *args, **kwargs):  # noqa: N802
+        """QgsProcessingAlgorithm.parameterAsSink, and for a CSV file destination the
+        ``.csvt`` of ``fields`` beside it: without it QGIS reads every column as text. GDAL
+        keeps a .csvt written before the CSV file itself. Geometry is not written to a CSV
+        file by default, so the types are those of ``fields`` alone."""
+        sink, dest_id = super().parameterAsSink(parameters, name, context, fields, *args, **kwargs)
+        csv_file = csv_destination(dest_id) if sink is not None else None
+        if csv_file is not None:
+            write_csvt(csv_file, fields)
+        return sink, dest_id
 
     def createInstance(self):  # noqa: N802
         return type(self)()

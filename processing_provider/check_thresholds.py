@@ -133,7 +133,9 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
                 f"({r.operator} {r.threshold:g})"
             )
         if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
-            raise QgsProcessingException(failure_message(results))
+            # One line: QGIS shows an exception up to three times (log, error, qgis_process)
+            head, *lines = failure_message(results).splitlines()
+            raise QgsProcessingException(f"{head} {'; '.join(line.strip() for line in lines)}")
         if failed:
             feedback.pushWarning(failure_message(results))
         feedback.setProgress(100)

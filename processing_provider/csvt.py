@@ -29,6 +29,15 @@ def csv_path(destination: str) -> Path | None:
     return path if path.suffix.lower() == ".csv" and path.is_file() else None
 
 
+def csv_destination(destination) -> Path | None:
+    """The CSV file an output is about to be written to (it need not exist yet), or None
+    when the destination is not a plain .csv file path."""
+    if not isinstance(destination, str) or "|" in destination:
+        return None
+    path = Path(destination)
+    return path if path.suffix.lower() == ".csv" else None
+
+
 def write_csvt(csv_file: Path, fields) -> Path:
     """Write ``<name>.csvt`` beside ``csv_file``: one quoted GDAL type per field of
     ``fields`` (QgsFields, in the CSV's column order); text for any other type.

@@ -42,6 +42,11 @@ EPSG:6933), and</p>
 <li><b>DIoU</b> = IoU − ρ² / c², ρ the distance between the centroids, c the diagonal of the
 box enclosing the pair (Zheng et al. 2020).</li>
 </ul>
+<p><b>GIoU below IoU.</b> C is the convex hull (not the bounding box), so GIoU equals IoU only
+when the union is convex: a perfect match of a non-convex field (an L shape, a notch) has
+IoU = 1 but GIoU = 1 − |C \\ R| / |C| &lt; 1, and a pair of thin, crooked or many-part
+polygons far less. GIoU measures how far apart the shapes are as much as how much they
+overlap; Spatial IoU uses the same C.</p>
 <p>No matching is done: a polygon appears in as many rows as it overlaps polygons of the
 other layer (use Evaluate polygons for one-to-one matching). Invalid geometries are repaired
 first (make_valid, structure method), then reprojected; null, empty, non-polygonal and

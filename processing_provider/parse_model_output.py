@@ -19,6 +19,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from ..core.wording import count_of
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
@@ -204,8 +205,9 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         feedback.pushInfo(
             f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
             f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
-            f"{counts['count_rows_failed']} unreadable; {counts['count_out_of_bounds']} "
-            f"geometries out of bounds, {counts['count_non_finite']} non-finite")
+            f"{counts['count_rows_failed']} unreadable; "
+            f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
+            f"bounds, {counts['count_non_finite']} non-finite")
         results.update(self.numeric_results(lambda key: int(counts[key])))
         feedback.setProgress(100)
         return results

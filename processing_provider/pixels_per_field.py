@@ -84,7 +84,7 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
         )
         self.addParameter(
             QgsProcessingParameterFeatureSink(
-                self.OUTPUT, self.tr("Reference with pixels per field"), VECTOR_POLYGON
+                self.OUTPUT, self.tr("Polygons with pixels per field"), VECTOR_POLYGON
             )
         )
         add_missing_help(self, parameter_help.PIXELS_PER_FIELD)

@@ -49,9 +49,12 @@ scores IoU = Dice = 0 and GIoU = DIoU = −1; no area on either side scores 0.</
 layer with that id dissolved; ids found in one layer only are listed with IoU 0 and status
 <i>predicted_only</i> or <i>reference_only</i>. Ids match by value (1, 1.0 and "1" are one id);
 rows without an id count in the whole-layer row only.</p>
-<p>For footprints of many scattered parts, C (the convex hull of both) is much larger than
-their union, so GIoU falls far below IoU even for a near-perfect match: it measures how far
-apart the footprints are as much as how much they overlap.</p>
+<p><b>GIoU below IoU.</b> C is the convex hull (not the bounding box), so GIoU equals IoU only
+when the union is convex: a perfect match of a non-convex footprint has IoU = 1 but
+GIoU = 1 − |C \\ B| / |C| &lt; 1, and for footprints of many scattered parts C is much larger
+than their union, so GIoU falls far below IoU even for a near-perfect match. GIoU measures how
+far apart the footprints are as much as how much they overlap; Overlap pairs uses the same
+C.</p>
 <p>The table's first row (status <i>all</i>) and the numeric outputs IOU, DICE, GIOU, DIOU,
 INTERSECTION_AREA_M2 and UNION_AREA_M2 are the whole layers'.</p>
 """

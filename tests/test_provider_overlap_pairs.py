@@ -29,3 +29,24 @@ def test_pairs_with_ids_and_intersections(ioueval_provider):
     areas = sorted(f.geometry().area() for f in layer.getFeatures())
     assert areas == pytest.approx([2.0, 4.0, 4.0])
     assert layer.crs().authid() == "EPSG:6933"
+
+
+def test_a_perfect_match_of_a_non_convex_field_has_giou_below_iou(ioueval_provider):
+    # An L: the 2 x 2 square without its top-right unit square, area 3. C, the convex hull,
+    # adds the triangle (1,2)-(2,1)-(2,2): area 3.5. GIoU = 1 - 0.5 / 3.5 = 6/7; IoU = 1.
+    ell = "POLYGON((0 0,2 0,2 1,1 1,1 2,0 2,0 0))"
+    result = run("ioueval:overlappairs", {
+        "PREDICTED": memory_layer([ell]), "REFERENCE": memory_layer([ell]),
+        "OUTPUT": "TEMPORARY_OUTPUT",
+    })
+    (row,) = rows_of(result["OUTPUT"])
+    assert row["iou"] == pytest.approx(1.0)
+    assert row["giou"] == pytest.approx(6 / 7)
+
+
+def test_overlappairs_and_spatialiou_helps_name_the_same_enclosing_shape():
+    from iou_evaluation.processing_provider import overlap_pairs, spatial_iou
+
+    for help_text in (overlap_pairs.HELP, spatial_iou.HELP):
+        assert "C is the convex hull (not the bounding box)" in help_text
+        assert "GIoU equals IoU only" in help_text

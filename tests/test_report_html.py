@@ -146,3 +146,16 @@ def test_figures_are_embedded_images_with_labelled_axes():
     assert "11 m across" in base64.b64decode(maps.split(",", 1)[1]).decode()
     with pytest.raises(ValueError):
         figures.to_data_uri(figures.new_figure()[0], fmt="gif")
+
+
+def test_definitions_cite_sources_by_name_not_by_unshipped_files():
+    # The HTML reports once cited seeds/*.txt: development files the plugin does not ship.
+    from iou_evaluation.core import class_map_html, report_definitions, spatial_match_report
+
+    for module in (report_definitions, class_map_html, spatial_match_report):
+        for definition in module.DEFINITIONS:
+            assert ".txt" not in definition.source and "seeds" not in definition.source, (
+                module.__name__, definition.key, definition.source)
+    sources = " ".join(d.source for d in report_definitions.DEFINITIONS)
+    assert "agribound 1.0 evaluation documentation" in sources
+    assert "Spatial IoU guide for LLM-generated geometries" in sources
