@@ -29,7 +29,6 @@ from ..core.report import build_report, to_json_text
 from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
-from .csvt import csv_path, write_csvt
 from .geopackage import direct_location
 from .layers import (
     feature_batches,
@@ -627,7 +626,7 @@ class _OutputWriter:
         names = [name for name in LAYER_OUTPUTS if requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
         start, end = self.progress_range
-        results, written, written_fields = {}, 0, {}
+        results, written = {}, 0
         # A file output is closed (flushed, its spatial index built: a third of its writing
         # time) on a worker thread while the next one is written; QGIS releases the GIL
         # there. Only when every output is a file of its own (or a memory layer): other
@@ -665,12 +664,8 @@ class _OutputWriter:
                 else:
                     del sink
                 results[name] = dest_id
-                written_fields[name] = fields
         for name, dest_id in results.items():  # all closed: styles go into the files
             self._style(name, dest_id)
-            csv_file = csv_path(dest_id)
-            if csv_file is not None:  # column types, or QGIS reads every column as text
-                write_csvt(csv_file, written_fields[name])
         return results
 
     def _style(self, name, dest_id):
