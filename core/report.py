@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import tempfile
@@ -15,6 +14,7 @@ import pyproj
 import shapely
 
 from .evaluate import Evaluation
+from .report_html import json_safe
 
 def library_versions() -> dict[str, str]:
     """Versions of Python and of the libraries that decide the scores."""
@@ -61,7 +61,7 @@ def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict
 
 def to_json_text(report: dict) -> str:
     """JSON text with NaN and infinities written as null (they are not valid JSON)."""
-    return json.dumps(_json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
+    return json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
@@ -85,17 +85,3 @@ def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def _json_safe(value):
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
