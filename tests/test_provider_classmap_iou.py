@@ -57,6 +57,8 @@ def test_issue_values_as_polygons(ioueval_provider, tmp_path):
         "REPORT_HTML": str(tmp_path / "report.html"),
     })
     assert result["MIOU"] == pytest.approx(7 / 12)
+    # Area-weighted overall accuracy: 3 of the 4 equal squares agree.
+    assert result["PIXEL_ACCURACY"] == pytest.approx(3 / 4)
     report = json.loads((tmp_path / "report.json").read_text())
     for key in ("per_class", "miou", "fwiou", "pixel_accuracy", "confusion_matrix", "classes",
                 "alignment"):
