@@ -41,7 +41,9 @@ frequency-weighted IoU; overall accuracy by area = Σ TP area / Σ area compared
 area-weighted overall accuracy, reported as <code>pixel_accuracy</code> and as the numeric
 output <code>PIXEL_ACCURACY</code>, named as in <i>Label raster IoU</i>).
 Class values are compared as text, trimmed and case-insensitive (as everywhere in the
-plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest".</p>
+plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest". A class is keyed
+(<code>per_class</code>, <code>class_value</code>) as the data spells it: its first spelling
+in the reference layer, else in the predicted layer.</p>
 """
 
 
