@@ -122,10 +122,32 @@ def _text(value) -> str:
 
 
 def _iou_bars(labels, ious) -> str:
-    values = [np.nan if v is None else v for v in ious]
+    """Per-class IoU bars (labels, ious: (K,), None for a class absent from both maps).
+
+    A class with IoU 0 (e.g. present in one map only) has no visible bar: it is marked "0"
+    on the axis; a class absent from both maps is marked "absent" (its IoU is 0/0)."""
+    values = np.array([np.nan if v is None else float(v) for v in ious])
     width = min(14.0, max(6.4, 0.45 * len(labels) + 2))
-    return figures.bar_chart(labels, {"IoU": values}, ylabel="IoU (–)", xlabel="Class",
-                             ylim=(0, 1), size_in=(width, 3.4))
+    figure, ax = figures.new_figure(width, 3.4)
+    positions = np.arange(len(labels), dtype=float)
+    style = figures.series_style(0)
+    ax.bar(positions, np.nan_to_num(values), width=0.8, color=style["color"], alpha=0.85,
+           edgecolor="black", linewidth=0.5)
+    for x, value in zip(positions, values):
+        if np.isnan(value):
+            ax.text(x, 0.02, "absent", ha="center", va="bottom", rotation=90, fontsize=7,
+                    color="0.4")
+        elif value == 0:
+            ax.plot([x - 0.4, x + 0.4], [0, 0], color="black", linewidth=2.0)
+            ax.text(x, 0.02, "0", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(positions)
+    many = len(labels) > 6
+    ax.set_xticklabels([str(c) for c in labels], rotation=30 if many else 0,
+                       ha="right" if many else "center", fontsize=8)
+    ax.set_xlabel("Class")
+    ax.set_ylabel("IoU (–)")
+    ax.set_ylim(0, 1)
+    return figures.to_data_uri(figure)
 
 
 def _heatmap(values: np.ndarray, rows, columns, bar_label: str, axis) -> str:

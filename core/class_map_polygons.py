@@ -38,8 +38,11 @@ class PolygonClassConfusion:
     """Result of ``polygon_class_confusion``.
 
     Attributes:
-        classes: confusion.ClassTable of the class keys (``labels.class_key``), in natural
-            order; a class's name is its first spelling in the layers when that differs.
+        classes: confusion.ClassTable, one class per class key (``labels.class_key``:
+            matching is caseless), in natural order of the keys; each class's value is the
+            class as the data spells it: its first spelling in the reference, else in the
+            prediction ("Forest" and "forest" are one class, shown "Forest" when the
+            reference says so first). Names are "".
         areas_m2: float64 (K + 2, K): rows = prediction (classes, OTHER (always 0 here),
             NO_PREDICTION), columns = reference, in m² of the equal-area CRS.
         alignment: JSON-ready dict: the area compared, coverage, drops, overlaps within
@@ -110,12 +113,13 @@ def polygon_class_confusion(
     step(0.6, 0.7)(1.0)
 
     keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
-    classes = confusion.ClassTable(keys, _spellings(keys, ref_labels, ref_values, pred_labels,
-                                                    pred_values))
+    spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
+    classes = confusion.ClassTable([spelling[key] for key in keys])
     k = classes.k
     areas = confusion.new_matrix(k, np.float64)
-    r_pos = np.array([classes.position(c) for c in ref_parts.labels], dtype=np.int64)
-    p_pos = np.array([classes.position(c) for c in pred_parts.labels], dtype=np.int64)
+    position = {key: i for i, key in enumerate(keys)}
+    r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
+    p_pos = np.array([position[c] for c in pred_parts.labels], dtype=np.int64)
     pairs = overlap_pairs(ref_parts.geometries, ref_parts.area_m2, pred_parts.geometries,
                           pred_parts.area_m2, step(0.7, 0.95))
     np.add.at(areas, (p_pos[pairs.predicted], r_pos[pairs.reference]), pairs.intersection_m2)
@@ -284,15 +288,17 @@ def _polygonal(geometry):
     return shapely.union_all(parts) if parts else None
 
 
-def _spellings(keys, *labels_and_values) -> list:
-    """Each class's name: its first spelling in the layers (reference first) when it differs
-    from the key ("Forest" for the key "forest"), else ""."""
+def _spellings(*labels_and_values) -> dict:
+    """{class key: the class as the data spells it}: the first spelling met, reference rows
+    first, then predicted ones; stripped, numbers as text (3.0 -> "3"), case kept ("Forest"
+    for the key "forest" when the reference says "Forest" and the prediction "forest")."""
     first = {}
     for labels, values in zip(labels_and_values[::2], labels_and_values[1::2]):
-        for label, value in zip(labels.tolist(), values):
+        spelt = normalise_labels(values, case_insensitive=False)
+        for label, text in zip(labels.tolist(), spelt.tolist()):
             if label != MISSING and label not in first:
-                first[label] = str(value).strip()
-    return [first.get(key, key) if first.get(key, key) != key else "" for key in keys]
+                first[label] = text
+    return first
 
 
 def _natural_order(labels) -> list:

@@ -37,9 +37,13 @@ overlap count once.</p>
 <p>Per class: <b>IoU = TP / (TP + FP + FN)</b> (areas in m²), Dice = 2TP / (2TP + FP + FN),
 precision (user's accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP / (TP + FN).
 <b>mIoU</b> over the classes present in either map (absent from both: reported, left out);
-frequency-weighted IoU; overall accuracy by area (reported as <code>pixel_accuracy</code>).
+frequency-weighted IoU; overall accuracy by area = Σ TP area / Σ area compared (the
+area-weighted overall accuracy, reported as <code>pixel_accuracy</code> and as the numeric
+output <code>PIXEL_ACCURACY</code>, named as in <i>Label raster IoU</i>).
 Class values are compared as text, trimmed and case-insensitive (as everywhere in the
-plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest".</p>
+plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest". A class is keyed
+(<code>per_class</code>, <code>class_value</code>) as the data spells it: its first spelling
+in the reference layer, else in the predicted layer.</p>
 """
 
 
@@ -54,6 +58,11 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
     REFERENCE_CLASS_FIELD = "REFERENCE_CLASS_FIELD"
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
     STUDY_AREA = "STUDY_AREA"
+    NUMERIC_OUTPUTS = {
+        **ClassMapAlgorithm.NUMERIC_OUTPUTS,
+        "PIXEL_ACCURACY": ("pixel_accuracy",
+                           "Overall accuracy by area (area-weighted; named as in rasteriou)"),
+    }
 
     def initAlgorithm(self, config=None):  # noqa: N802
         for layer, field, label in (

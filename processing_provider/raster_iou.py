@@ -17,7 +17,12 @@ from qgis.core import (
 
 from ..core.class_map_report import build_class_map_report
 from ..core.progress import EvaluationCanceled
-from ..core.raster_confusion import open_band, raster_confusion, read_class_table
+from ..core.raster_confusion import (
+    inputs_left_untouched,
+    open_band,
+    raster_confusion,
+    read_class_table,
+)
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .parameters import add_missing_help, requested
@@ -103,7 +108,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         add_missing_help(self, parameter_help.RASTER_IOU)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
+        # QGIS's own check loads the input layers (see _band: inputs are never modified).
+        with inputs_left_untouched():
+            ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
         try:
@@ -137,7 +144,10 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             raise ValueError(f"CLASS_NAMES: cannot read {path}: {exc}") from None
 
     def _band(self, parameters, context, name, band_name):
-        layer = self.parameterAsRasterLayer(parameters, name, context)
+        # Inputs are never modified: loading a raster layer makes QGIS compute band
+        # statistics, which GDAL would otherwise save as <raster>.aux.xml beside the input.
+        with inputs_left_untouched():
+            layer = self.parameterAsRasterLayer(parameters, name, context)
         if layer is None:
             raise ValueError(f"{name}: the raster could not be read")
         if layer.providerType() != "gdal":

@@ -122,9 +122,20 @@ def test_geographic_layers_are_measured_in_the_equal_area_crs():
 def test_class_values_compared_as_the_plugin_compares_labels():
     cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
     result = polygon_class_confusion(cells, ["forest", 3.0], cells, ["Forest ", "3"])
-    assert result.classes.values == ["3", "forest"]
-    assert result.classes.names == ["", "Forest"]
+    # One class per caseless key, shown as the reference spells it (stripped; 3.0 is "3").
+    assert result.classes.values == ["3", "Forest"]
     assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]
+
+
+def test_class_spelled_as_the_reference_first_spells_it_else_the_prediction():
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1), shapely.box(2, 0, 3, 1)]
+    # Reference 'Forest' and prediction 'forest' are one class keyed 'Forest'; 'WATER' is
+    # only predicted, so the prediction's spelling is kept.
+    result = polygon_class_confusion(cells, ["forest", "forest", "WATER"], cells,
+                                     ["Forest", "FOREST", "forest"])
+    assert result.classes.values == ["Forest", "WATER"]
+    # Forest: TP 2 (cells 0, 1), FN 1 (cell 2 predicted WATER) -> IoU 2/3; WATER: FP only.
+    assert class_metrics(result.areas_m2)["iou"].tolist() == pytest.approx([2 / 3, 0.0])
 
 
 def test_study_area_away_from_the_layers_warns_that_nothing_is_compared():

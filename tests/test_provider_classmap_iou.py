@@ -57,6 +57,8 @@ def test_issue_values_as_polygons(ioueval_provider, tmp_path):
         "REPORT_HTML": str(tmp_path / "report.html"),
     })
     assert result["MIOU"] == pytest.approx(7 / 12)
+    # Area-weighted overall accuracy: 3 of the 4 equal squares agree.
+    assert result["PIXEL_ACCURACY"] == pytest.approx(3 / 4)
     report = json.loads((tmp_path / "report.json").read_text())
     for key in ("per_class", "miou", "fwiou", "pixel_accuracy", "confusion_matrix", "classes",
                 "alignment"):
@@ -121,3 +123,35 @@ def test_classmapiou_and_rasteriou_agree_on_a_grid_class_map(ioueval_provider, t
         assert row["iou"] == pytest.approx(other["iou"], rel=1e-12)
         for area in ("tp_m2", "fp_m2", "fn_m2"):
             assert row["areas"][area] == pytest.approx(other["areas"][area], rel=1e-9)
+
+
+def test_class_values_keep_the_data_spelling_in_keys_and_table(ioueval_provider, tmp_path):
+    # Classes 'A'/'B' stay 'A'/'B' (a gate on per_class.A.iou must find them); reference
+    # 'Forest' and prediction 'forest' are one class keyed 'Forest'.
+    x0, y0 = 1_000_000, 4_000_000
+    cells = [square(x0 + 100 * k, y0, 100) for k in range(3)]
+
+    def text_layer(codes, name):
+        layer = QgsVectorLayer("Polygon?crs=EPSG:6933&field=code:string", name, "memory")
+        features = []
+        for wkt, code in zip(cells, codes):
+            feature = QgsFeature(layer.fields())
+            feature.setGeometry(QgsGeometry.fromWkt(wkt))
+            feature.setAttributes([code])
+            features.append(feature)
+        layer.dataProvider().addFeatures(features)
+        return layer
+
+    run({
+        "PREDICTED": text_layer(["A", "B", "forest"], "pred"),
+        "REFERENCE": text_layer(["A", "A", "Forest"], "ref"),
+        "PREDICTED_CLASS_FIELD": "code", "REFERENCE_CLASS_FIELD": "code",
+        "OUTPUT_TABLE": str(tmp_path / "classes.csv"),
+        "REPORT_JSON": str(tmp_path / "report.json"),
+    })
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert sorted(report["per_class"]) == ["A", "B", "Forest"]
+    assert report["per_class"]["A"]["iou"] == pytest.approx(1 / 2)  # TP 1, FN 1
+    assert report["per_class"]["Forest"]["iou"] == pytest.approx(1.0)
+    table = QgsVectorLayer(str(tmp_path / "classes.csv"), "t", "ogr")
+    assert sorted(f["class_value"] for f in table.getFeatures()) == ["A", "B", "Forest"]

@@ -138,3 +138,20 @@ def test_cancel_writes_no_report(ioueval_provider, tmp_path):
         pass
     assert not (tmp_path / "report.json").exists()
     assert not (tmp_path / "agreement.tif").exists()
+
+
+def test_input_rasters_are_never_modified(ioueval_provider, tmp_path):
+    # No .aux.xml (GDAL PAM: statistics, histograms, RAT) or any other file may appear beside
+    # the inputs, whatever reads them (our GDAL reads or QGIS loading the layers).
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    predicted = write_raster(inputs / "pred.tif", np.array([0, 1, 2, 1], np.uint8))
+    reference = write_raster(inputs / "ref.tif", np.array([0, 1, 0, 2], np.uint8))
+    before = {p.name: p.stat().st_mtime_ns for p in inputs.iterdir()}
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run({"PREDICTED": predicted, "REFERENCE": reference,
+                  "OUTPUT_TABLE": str(out / "classes.csv")})
+    assert result["MIOU"] is not None
+    after = {p.name: p.stat().st_mtime_ns for p in inputs.iterdir()}
+    assert after == before
