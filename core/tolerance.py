@@ -56,6 +56,10 @@ _CANDIDATE_BUDGET = 2_000_000
 _BYTES_PER_VERTEX = 400
 _WORKING_BYTES = 256 * 2**20
 _WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
+#: Bytes per vertex of a tile for each tolerance beyond the first
+#: (``tolerance_lengths_in_utm_at``): the intervals of the pieces and their flags are kept per
+#: tolerance until the tile is summed (tracemalloc: 26 to 60 bytes per vertex per extra one).
+_BYTES_PER_VERTEX_PER_EXTRA_TOLERANCE = 64
 
 #: Relative slack for the box filters (of the coordinates' magnitude): they may keep a few
 #: more candidates than needed, never fewer.
@@ -325,7 +329,7 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
         ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
         return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, piece, margin, both)
 
-    _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b)
+    _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols)
     for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
         within_a[:, ia] += wa
         perimeter_a[ia] += pa
@@ -335,10 +339,12 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
             np.minimum(within_b, perimeter_b), perimeter_b)
 
 
-def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b) -> None:
+def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols: int) -> None:
     """Raise ``InsufficientMemoryError`` before any work when the largest tiles that run
     together would need more memory than is available (a tile holds whole polygons, so one
-    huge polygon makes a huge tile), naming the largest polygons of the largest tile."""
+    huge polygon makes a huge tile), naming the largest polygons of the largest tile.
+    ``k_tols``: the number of tolerances measured at once (each beyond the first keeps its
+    own intervals per tile)."""
     sizes = []
     for tile in tiles:
         ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
@@ -347,7 +353,8 @@ def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b) -> None
                       ib[np.argsort(vb)[::-1][:3]]))
     sizes.sort(key=lambda item: item[0])
     largest = sizes[-WORKERS:]
-    needed = sum(_BYTES_PER_VERTEX * size
+    per_vertex = _BYTES_PER_VERTEX + (k_tols - 1) * _BYTES_PER_VERTEX_PER_EXTRA_TOLERANCE
+    needed = sum(per_vertex * size
                  + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
                  for size, _, _ in largest)
 

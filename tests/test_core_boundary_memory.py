@@ -264,3 +264,22 @@ def test_a_far_finely_cut_pair_stays_within_the_working_budget():
     assert 100.0 - 0.5 <= h[0] <= 100.0 + 1e-9
     assert 0 < m[0] < 100.0
     assert peak < 320 * 2**20
+
+
+def test_tolerance_memory_check_counts_every_tolerance(monkeypatch):
+    """Several tolerances at once keep intervals per tolerance: the estimate of one tile grows
+    by _BYTES_PER_VERTEX_PER_EXTRA_TOLERANCE per vertex for each tolerance beyond the first.
+    Two boxes: 5 + 5 = 10 coordinates, one tile, so 4 extra tolerances add 4 * 64 * 10."""
+    from iou_evaluation.core import tolerance
+    from iou_evaluation.core.boundary import ZonedLayer
+
+    seen = []
+    monkeypatch.setattr(tolerance, "check_memory",
+                        lambda stage, needed, what: seen.append(needed))
+    a, b = np.array([shapely.box(0, 0, 1, 1)]), np.array([shapely.box(0, 0, 1, 2)])
+    layer_a = ZonedLayer(source=a, crs=None, epsg=np.zeros(1, dtype=np.int64), local=a)
+    layer_b = ZonedLayer(source=b, crs=None, epsg=np.zeros(1, dtype=np.int64), local=b)
+    tolerance.tolerance_lengths_in_utm_at(layer_a, layer_b, [1.0])
+    tolerance.tolerance_lengths_in_utm_at(layer_a, layer_b, [1.0, 1.5, 2.0, 3.0, 4.0])
+    assert seen[1] - seen[0] == 4 * 64 * 10
+
