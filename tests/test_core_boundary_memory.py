@@ -283,3 +283,24 @@ def test_tolerance_memory_check_counts_every_tolerance(monkeypatch):
     tolerance.tolerance_lengths_in_utm_at(layer_a, layer_b, [1.0, 1.5, 2.0, 3.0, 4.0])
     assert seen[1] - seen[0] == 4 * 64 * 10
 
+
+
+def test_several_tolerances_in_small_candidate_batches(monkeypatch):
+    """The candidate batches solved at every tolerance give the exact lengths. Squares
+    a = [0, 100]², b = a shifted 3 to the right. a's left side is 3 from b's (and further
+    from the rest): within t only when t >= 3; its right side is 3 from b's right side and
+    y, 100 - y from b's bottom and top: 2t when t < 3; its top and bottom: 97 on b's plus
+    min(t, 3) nearer than t to b's corner. So 2t + 2 (97 + t) = 198 at t = 1, 202 at t = 2,
+    the whole 400 at t = 5; b against a likewise, by symmetry."""
+    from iou_evaluation.core import tolerance
+    from iou_evaluation.core.boundary import ZonedLayer
+
+    monkeypatch.setattr(tolerance, "_CANDIDATE_BUDGET", 1)
+    a, b = np.array([shapely.box(0, 0, 100, 100)]), np.array([shapely.box(3, 0, 103, 100)])
+    layer_a = ZonedLayer(source=a, crs=None, epsg=np.zeros(1, dtype=np.int64), local=a)
+    layer_b = ZonedLayer(source=b, crs=None, epsg=np.zeros(1, dtype=np.int64), local=b)
+    within_a, perimeter_a, within_b, perimeter_b = tolerance.tolerance_lengths_in_utm_at(
+        layer_a, layer_b, [1.0, 2.0, 5.0])
+    np.testing.assert_allclose(within_a[:, 0], [198.0, 202.0, 400.0], rtol=1e-12)
+    np.testing.assert_allclose(within_b[:, 0], [198.0, 202.0, 400.0], rtol=1e-12)
+    np.testing.assert_allclose([perimeter_a[0], perimeter_b[0]], [400.0, 400.0])
