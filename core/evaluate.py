@@ -295,7 +295,7 @@ def evaluate(
         "Boundary distances" if boundary_tolerance_m is None
         else "Boundary distances and lengths within the tolerance",
     )
-    zones = _boundary_metrics(
+    zones, zoned = _boundary_metrics(
         ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
         boundary_tolerance_m, progress,
     )
@@ -353,8 +353,7 @@ def evaluate(
     if tolerance and tolerance_multiples:
         progress.checkpoint(76, "Boundary F1 at larger tolerances")
         metrics["boundary_by_tolerance"] = _boundary_curve(
-            ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_tolerance_m, ignored,
-            tolerance_multiples, progress.span(76, 80),
+            zoned, boundary_tolerance_m, ignored, tolerance_multiples, progress.span(76, 80),
         )
         for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
             if tolerance_multiples[0] == 1.0:  # the same value as the metric, to the last bit
@@ -709,9 +708,9 @@ def _bootstrap(
 
 def _boundary_metrics(
     ref, pred, tables: _Tables, crss, spacing_m, tolerance_m, progress: Progress
-) -> list[int]:
+) -> tuple[list[int], tuple]:
     """Add the boundary columns to the per-reference (and per-prediction) tables; returns the
-    UTM zones used.
+    UTM zones used and the layers measured, (reference, predicted) ``ZonedLayer``.
 
     Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
     both polygons in the reference field's UTM zone (a pair wider than a zone or beyond ±80°:
@@ -772,17 +771,16 @@ def _boundary_metrics(
         )
         p["perimeter_m"] = perimeter_pred
         p["boundary_within_tolerance_m"] = within_pred
-    return utm_epsg_codes(ref_zoned, pred_zoned)
+    return utm_epsg_codes(ref_zoned, pred_zoned), (ref_zoned, pred_zoned)
 
 
-def _boundary_curve(ref, pred, tables: _Tables, crss, tolerance_m, ignored, multiples, progress):
+def _boundary_curve(zoned, tolerance_m, ignored, multiples, progress):
     """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
-    on the same UTM boundaries as the boundary metrics."""
-    ref_crs, pred_crs, ea_crs = crss
-    r = tables.reference
+    on the UTM boundaries the boundary metrics measured (``zoned``: reference, predicted)."""
+    ref_zoned, pred_zoned = zoned
     return boundary_f1_by_tolerance(
-        zoned_layer(ref.source, ref_crs, r["utm_epsg"]),
-        zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs)),
+        ref_zoned,
+        pred_zoned,
         tolerance_m,
         predicted_counted=~ignored,
         multiples=tuple(multiples),
