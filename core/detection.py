@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .labels import MISSING
-from .matching import at_or_above, match
+from .matching import Matches, at_or_above, match
 from .metrics import f1_score, ratio
 from .overlap import OverlapPairs
 
@@ -39,6 +39,7 @@ def detection_scores(
     iou_threshold: float,
     ignore_coverage: np.ndarray | None = None,
     groups=None,
+    greedy: Matches | None = None,
 ) -> tuple[dict, dict]:
     """Spatial match per reference and GroundSet's detection scores.
 
@@ -51,6 +52,9 @@ def detection_scores(
         groups: None, or (reference labels of every input row, predicted labels of every
             input row, reference evaluated positions ``keep`` into the first, predicted
             ``keep`` into the second): labels normalised by ``labels.normalise_labels``.
+        greedy: the ``one_to_one`` matching of these candidates at ``iou_threshold`` when
+            the caller has it already (evaluate with MATCHING one_to_one); matched here when
+            None.
 
     Returns:
         (metrics, per_reference): metrics spatial_match_rate, count_spatial_match,
@@ -62,7 +66,8 @@ def detection_scores(
     np.maximum.at(best, candidates.reference, candidates.iou)
     passes = at_or_above(best, iou_threshold) & (best > 0)
 
-    greedy = match(candidates, n_reference, n_predicted, iou_threshold, "one_to_one")
+    if greedy is None:
+        greedy = match(candidates, n_reference, n_predicted, iou_threshold, "one_to_one")
     pred_matched = greedy.predicted_match >= 0
     counted = np.ones(n_predicted, dtype=bool)
     if ignore_coverage is not None:

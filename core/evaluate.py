@@ -367,6 +367,7 @@ def evaluate(
     detection, detection_columns = detection_scores(
         candidates, ref.n, pred.n, iou_threshold, coverage,
         None if ref_group is None else (ref_group, pred_group, ref.keep, pred.keep),
+        greedy=matches if matching == "one_to_one" else None,
     )
     metrics.update(detection)
     per_reference.update(detection_columns)
