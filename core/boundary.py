@@ -28,6 +28,7 @@ from .segments import (
     axis_frame,
     boundary_curves,
     boundary_segments,
+    budget_splits,
     frame_distance,
     frame_integral,
     frame_point_distance,
@@ -872,7 +873,7 @@ def _row_blocks(row_piece: np.ndarray, budget: int):
         return [(slice(0, m), np.arange(len(row_piece)))]
     first_row = np.flatnonzero(run_starts(row_piece))  # first row of each piece
     out = []
-    for a, b in _budget_splits(np.diff(np.append(first_row, len(row_piece))), budget):
+    for a, b in budget_splits(np.diff(np.append(first_row, len(row_piece))), budget):
         r0 = first_row[a]
         r1 = first_row[b] if b < len(first_row) else len(row_piece)
         out.append((slice(a, b), np.arange(r0, r1)))
@@ -988,26 +989,13 @@ def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
         bx0, bx1 = np.minimum(x0, x1) - r, np.maximum(x0, x1) + r
         by0, by1 = np.minimum(y0, y1) - r, np.maximum(y0, y1) + r
         group = query_group[pp]
-        for a, b in _budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
+        for a, b in budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
             found = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b])
             if b - a == len(pp) and found.sum() <= _ROW_BUDGET:
                 yield pp
                 continue
-            for c, d in _budget_splits(found, _ROW_BUDGET):
+            for c, d in budget_splits(found, _ROW_BUDGET):
                 yield pp[a + c:a + d]
-
-
-def _budget_splits(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
-    """Consecutive ranges [a, b) of positions whose total ``cost`` is at most ``budget``, or
-    of one position when that alone exceeds it."""
-    total = np.cumsum(cost)
-    splits, a = [], 0
-    while a < len(cost):
-        before = total[a - 1] if a else 0
-        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
-        splits.append((a, b))
-        a = b
-    return splits
 
 
 def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp):

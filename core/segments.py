@@ -190,6 +190,19 @@ def run_starts(ids: np.ndarray) -> np.ndarray:
     return first
 
 
+def budget_splits(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges [a, b) of positions whose total ``cost`` is at most ``budget``, or
+    of one position when that alone exceeds it."""
+    total = np.cumsum(cost)
+    splits, a = [], 0
+    while a < len(cost):
+        before = total[a - 1] if a else 0
+        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
+        splits.append((a, b))
+        a = b
+    return splits
+
+
 def group_starts(sorted_ids: np.ndarray) -> np.ndarray:
     """Positions where a new run of equal values starts in a grouped array."""
     return np.flatnonzero(run_starts(sorted_ids))

@@ -24,7 +24,7 @@ from .boundary import ZonedLayer, check_same_space, utm_crs
 from .checks import check_positive
 from .memory import check_memory
 from .parallel import WORKERS, ProgressCallback, run_chunks
-from .segments import boundary_curves, hypot, ranges, run_starts
+from .segments import boundary_curves, budget_splits, hypot, ranges, run_starts
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
 #: 50 MB of memory.
@@ -577,29 +577,16 @@ def _covered(A: _Pieces, B: _Pieces, tols, piece: float):
         base = ranges(iy_lo, n_rows) * ncol
         all_first = cell_start[base + ix_lo[q_row]]
         all_count = cell_start[base + ix_hi[q_row] + 1] - all_first
-        for rows in _candidate_batches(all_count, _CANDIDATE_BUDGET):
+        # Candidates counted before they are gathered: the memory of a query chunk stays
+        # bounded however many pieces a cell holds.
+        for lo, hi in budget_splits(all_count, _CANDIDATE_BUDGET):
+            rows = slice(lo, hi)
             first, count = all_first[rows], all_count[rows]
             qi = np.repeat(q_row[rows] + start, count)
             bj = ranges(first, count)
             _candidate_pairs(A, B, qi, bj, reach, tols, full_a, full_b, parts_a, parts_b)
     return (np.array([_union(parts_a[t], full_a[t], A.length) for t in range(k_tols)]),
             np.array([_union(parts_b[t], full_b[t], B.length) for t in range(k_tols)]))
-
-
-def _candidate_batches(count: np.ndarray, budget: int) -> list[slice]:
-    """Consecutive slices of the scanned rows of cells holding at most ``budget`` candidate
-    pieces each (or one row of cells): the candidates are counted before they are gathered,
-    so the memory of a query chunk stays bounded however many pieces a cell holds."""
-    total = np.cumsum(count)
-    if len(total) == 0 or total[-1] <= budget:
-        return [slice(0, len(count))]
-    out, a = [], 0
-    while a < len(count):
-        before = total[a - 1] if a else 0
-        b = max(int(np.searchsorted(total, before + budget, side="right")), a + 1)
-        out.append(slice(a, b))
-        a = b
-    return out
 
 
 def _candidate_pairs(A, B, qi, bj, reach, tols, full_a, full_b, parts_a, parts_b):
