@@ -49,6 +49,7 @@ from .parameters import (
 from .progress import FeedbackProgress
 from .reporting import input_description, plain_parameters, provenance, write_reports
 from .validation import (
+    missing_package_error,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
@@ -181,6 +182,8 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
             filter(None, (unwritable_destination_error(parameters, n) for n in self.DESTINATIONS)),
             None,
         )
+        if not error and requested(parameters, self.REPORT_HTML):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
         return (False, error) if error else (True, "")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
