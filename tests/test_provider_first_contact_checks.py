@@ -115,3 +115,10 @@ def test_compare_predictions_html_report_without_jinja2_is_refused(ioueval_provi
     ok, message = _check("ioueval:comparepredictions", {**parameters, "REPORT_HTML": None})
     assert ok, message
 
+
+def test_compare_predictions_names_a_geographic_equal_area_crs(ioueval_provider):
+    layers = _layers()
+    ok, message = _check("ioueval:comparepredictions", {
+        "PREDICTED_LAYERS": [layers["PREDICTED"], layers["PREDICTED"]],
+        "REFERENCE": layers["REFERENCE"], "EQUAL_AREA_CRS": "EPSG:4326"})
+    assert not ok and message.startswith("EQUAL_AREA_CRS: "), message
