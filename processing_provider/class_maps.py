@@ -14,11 +14,11 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.class_map_html import render_class_map_html
-from ..core.progress import EvaluationCanceled
 from ..core.report import to_json_text
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
 from .parameters import requested
+from .progress import fraction_progress
 from .reporting import plain_parameters, provenance, write_reports
 from .validation import (
     missing_package_error,
@@ -73,13 +73,7 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
     def progress(self, feedback, start: float, end: float):
         """A core progress callable(fraction) into [start, end] % that raises
         EvaluationCanceled when the user cancels."""
-
-        def advance(fraction):
-            feedback.setProgress(start + (end - start) * fraction)
-            if feedback.isCanceled():
-                raise EvaluationCanceled("canceled")
-
-        return advance
+        return fraction_progress(feedback, start, end)
 
     def finish_report(self, report, parameters, context):
         """Add provenance and the "reproduce" parameters to a core class-map report."""
