@@ -14,13 +14,17 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.class_map_html import render_class_map_html
-from ..core.progress import EvaluationCanceled
 from ..core.report import to_json_text
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
 from .parameters import requested
+from .progress import fraction_progress
 from .reporting import plain_parameters, provenance, write_reports
-from .validation import same_destination_error, unwritable_destination_error
+from .validation import (
+    missing_package_error,
+    same_destination_error,
+    unwritable_destination_error,
+)
 
 #: Per-class table columns after class_value and class_name: (key in per_class, type).
 _METRIC_COLUMNS = ("iou", "dice", "precision", "recall")
@@ -56,22 +60,20 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
         self.add_numeric_outputs()
 
     def destination_error(self, parameters) -> str | None:
-        """A message when two outputs share a file or an output folder cannot be written."""
+        """A message when two outputs share a file, an output folder cannot be written, or
+        the HTML report needs a package that is missing (jinja2, matplotlib)."""
         names = (self.OUTPUT_TABLE, self.REPORT_JSON, self.REPORT_HTML) + self.EXTRA_DESTINATIONS
-        return same_destination_error(parameters, names) or next(
+        error = same_destination_error(parameters, names) or next(
             filter(None, (unwritable_destination_error(parameters, n) for n in names)), None
         )
+        if not error and requested(parameters, self.REPORT_HTML):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
+        return error
 
     def progress(self, feedback, start: float, end: float):
         """A core progress callable(fraction) into [start, end] % that raises
         EvaluationCanceled when the user cancels."""
-
-        def advance(fraction):
-            feedback.setProgress(start + (end - start) * fraction)
-            if feedback.isCanceled():
-                raise EvaluationCanceled("canceled")
-
-        return advance
+        return fraction_progress(feedback, start, end)
 
     def finish_report(self, report, parameters, context):
         """Add provenance and the "reproduce" parameters to a core class-map report."""

@@ -20,7 +20,12 @@ from .compat import VECTOR_POLYGON
 from .layers import forward_core_log, read_source
 from .parameters import add_missing_help, equal_area_crs_value
 from .reporting import input_description
-from .validation import equal_area_crs_error, polygon_source_error
+from .validation import (
+    equal_area_crs_error,
+    layer_label,
+    missing_field_error,
+    polygon_source_error,
+)
 
 HELP = """
 <p>Scores a categorised polygon layer (a land-cover or crop map) against a reference one,
@@ -105,7 +110,9 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                 return False, error
             field_name = self.parameterAsString(parameters, field, context)
             if source.fields().lookupField(field_name) < 0:
-                return False, f"{field}: the layer has no field {field_name!r}"
+                layer = self.parameterAsVectorLayer(parameters, name, context)
+                return False, missing_field_error(field, field_name, source, layer_label(layer),
+                                                  input_name=name)
         error = self.destination_error(parameters)
         return (False, error) if error else (True, "")
 

@@ -22,7 +22,6 @@ from qgis.PyQt.QtCore import QVariant
 from ..core import EvaluationCanceled
 from ..core.checks import check_threshold
 from ..core.compare import COMPARED_KEYS, compare_predictions, comparison_report
-from ..core.crs import resolve_equal_area_crs
 from ..core.grouping import parse_size_bins
 from ..core.matching import MATCHING_METHODS
 from ..core.report import to_json_text
@@ -49,6 +48,8 @@ from .parameters import (
 from .progress import FeedbackProgress
 from .reporting import input_description, plain_parameters, provenance, write_reports
 from .validation import (
+    equal_area_crs_error,
+    missing_package_error,
     polygon_source_error,
     same_destination_error,
     unwritable_destination_error,
@@ -174,13 +175,16 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
             check_threshold(
                 self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context), "IOU_THRESHOLD"
             )
-            resolve_equal_area_crs(equal_area_crs_value(self, parameters, context))
         except ValueError as exc:
             return False, str(exc)
-        error = same_destination_error(parameters, self.DESTINATIONS) or next(
+        error = equal_area_crs_error(self, parameters, context) or same_destination_error(
+            parameters, self.DESTINATIONS
+        ) or next(
             filter(None, (unwritable_destination_error(parameters, n) for n in self.DESTINATIONS)),
             None,
         )
+        if not error and requested(parameters, self.REPORT_HTML):
+            error = missing_package_error(self.REPORT_HTML, ("jinja2", "matplotlib"))
         return (False, error) if error else (True, "")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802

@@ -511,7 +511,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
         try:
             predicted, reference, study_area = apply_study_area(
-                self, parameters, context, feedback, predicted, reference
+                self, parameters, context, feedback, predicted, reference, (20, 20)
             )
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc

@@ -15,6 +15,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
+from ..core.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pair_table import overlap_pair_table
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, VECTOR_POLYGON
@@ -183,7 +184,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
         outputs = [(self.OUTPUT, NO_GEOMETRY, sources[self.REFERENCE].sourceCrs(), None)]
         if table.intersections is not None:
             # In the CRS the areas are measured in; none when the layers have none.
-            out_crs = crs if crs.isValid() else QgsCoordinateReferenceSystem("EPSG:6933")
+            out_crs = crs if crs.isValid() else QgsCoordinateReferenceSystem(DEFAULT_EQUAL_AREA_CRS)
             if reference.crs_wkt is None:
                 out_crs = QgsCoordinateReferenceSystem()
             outputs.append((self.INTERSECTIONS, MULTI_POLYGON, out_crs, table.intersections))

@@ -20,6 +20,7 @@ from qgis.PyQt.QtCore import QVariant
 
 from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
 from ..core.wording import count_of
+from ..core.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
@@ -44,6 +45,7 @@ from .model_text_parameters import (
     read_columns,
 )
 from .parameters import add_missing_help, requested
+from .progress import fraction_progress
 
 HELP = """
 <p>Recovers every geometry a language or vision-language model wrote in its answers: boxes,
@@ -162,19 +164,15 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             widths = [raster_size[0] if _blank(w) else w for w in widths]
             heights = [raster_size[1] if _blank(h) else h for h in heights]
 
-        def progress(fraction):
-            if feedback.isCanceled():
-                raise _Canceled
-            feedback.setProgress(10 + 70 * fraction)
-
         try:
             tables = answer_tables(
                 columns["text"], row_ids, coordinate_format(self, parameters, context),
                 widths, heights,
                 obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
-                geotransform=geotransform, raster_size=raster_size, progress=progress,
+                geotransform=geotransform, raster_size=raster_size,
+                progress=fraction_progress(feedback, 10, 80),
             )
-        except _Canceled:
+        except EvaluationCanceled:
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
@@ -228,10 +226,6 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                 raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
         del sink
         return dest_id
-
-
-class _Canceled(Exception):
-    pass
 
 
 def _blank(value) -> bool:

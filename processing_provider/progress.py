@@ -1,6 +1,6 @@
 """Core progress and cancellation forwarded to a QgsProcessingFeedback."""
 
-from ..core import Progress
+from ..core import EvaluationCanceled, Progress
 
 
 class FeedbackProgress(Progress):
@@ -17,3 +17,16 @@ class FeedbackProgress(Progress):
 
     def is_canceled(self):
         return self.feedback.isCanceled()
+
+
+def fraction_progress(feedback, start: float, end: float):
+    """A core progress callable(fraction done in [0, 1]) into [start, end] % of the
+    algorithm's progress bar that raises EvaluationCanceled when the user cancels (for the
+    core functions that take such a callable rather than a Progress)."""
+
+    def advance(fraction):
+        feedback.setProgress(start + (end - start) * fraction)
+        if feedback.isCanceled():
+            raise EvaluationCanceled("canceled")
+
+    return advance

@@ -18,6 +18,7 @@ from qgis.PyQt.QtCore import QVariant
 from ..core.report import to_json_text
 from ..core.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.spatial_match_report import build_report, render_html
+from ..core.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
@@ -33,6 +34,7 @@ from .model_text_parameters import (
     read_columns,
 )
 from .parameters import add_missing_help, report_destinations, requested
+from .progress import fraction_progress
 from .reporting import input_description, plain_parameters, provenance, write_reports
 from .validation import (
     missing_package_error,
@@ -155,11 +157,6 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
 
-        def progress(fraction):
-            if feedback.isCanceled():
-                raise _Canceled
-            feedback.setProgress(10 + 75 * fraction)
-
         try:
             result = spatial_match(
                 columns["answer"], columns["expected"],
@@ -167,9 +164,9 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                 image_widths=columns["width"], image_heights=columns["height"],
                 iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
                 groups=columns["group"] if indices["group"] >= 0 else None,
-                progress=progress,
+                progress=fraction_progress(feedback, 10, 85),
             )
-        except _Canceled:
+        except EvaluationCanceled:
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
@@ -224,7 +221,3 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                                                                     self.OUTPUT))
         del sink
         return dest_id
-
-
-class _Canceled(Exception):
-    pass

@@ -56,7 +56,8 @@ def study_area_error(algorithm, parameters, context) -> str | None:
     return polygon_source_error(source, STUDY_AREA)
 
 
-def apply_study_area(algorithm, parameters, context, feedback, predicted, reference):
+def apply_study_area(algorithm, parameters, context, feedback, predicted, reference,
+                     progress_range=(0.0, 100.0)):
     """Keep the rows of both layers (layers.SourceFeatures) the study area selects.
 
     Returns (predicted, reference, metrics): the selected SourceFeatures and the report keys
@@ -64,13 +65,16 @@ def apply_study_area(algorithm, parameters, context, feedback, predicted, refere
     count_{reference,predicted}_clipped; unchanged layers and {} without a study area, None
     for the layers when the user canceled.
 
+    The study area is read (its geometries only) within ``progress_range`` % of the
+    algorithm's progress bar.
+
     Raises ValueError (naming STUDY_AREA) when the study area and the layers disagree on
     having a CRS or it cannot be transformed to theirs.
     """
     if parameters.get(STUDY_AREA) in (None, ""):
         return predicted, reference, {}
     source = algorithm.parameterAsSource(parameters, STUDY_AREA, context)
-    features = read_source(source, feedback)
+    features = read_source(source, feedback, progress_range, [])
     if features is None:
         return None, None, {}
     rule = STUDY_AREA_RULES[algorithm.parameterAsEnum(parameters, STUDY_AREA_RULE, context)]

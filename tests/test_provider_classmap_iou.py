@@ -78,7 +78,10 @@ def test_unknown_class_field_is_named(ioueval_provider):
     from qgis.core import QgsProcessingException
 
     layer = class_layer("EPSG:6933", [(square(0, 0, 10), 1)], "l")
-    with pytest.raises(QgsProcessingException):
+    # the parameter, the input, the layer and the fields it has, as evaluatepolygons says it
+    with pytest.raises(QgsProcessingException, match=(
+            "PREDICTED_CLASS_FIELD: the PREDICTED layer 'l' has no field 'nope'; "
+            "its fields are: code")):
         run({"PREDICTED": layer, "REFERENCE": layer, "PREDICTED_CLASS_FIELD": "nope",
              "REFERENCE_CLASS_FIELD": "code", "REPORT_JSON": "TEMPORARY_OUTPUT"})
 

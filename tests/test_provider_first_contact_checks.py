@@ -72,3 +72,53 @@ def test_an_unknown_field_names_the_input_and_the_layer_inside_the_geopackage(io
                                      "REFERENCE_CLASS_FIELD": "CNTY"})
     assert not ok
     assert "the PREDICTED layer 'csb_fields|layername=csb_2017_2024' has no field 'crop'" in message
+
+
+def _class_map_parameters(algorithm_id, tmp_path):
+    if algorithm_id == "ioueval:rasteriou":
+        import numpy as np
+        from test_core_raster_confusion import write_raster
+
+        cells = np.array([0, 1, 0, 1], np.uint8)
+        return {"PREDICTED": write_raster(tmp_path / "p.tif", cells),
+                "REFERENCE": write_raster(tmp_path / "r.tif", cells)}
+    from test_provider_classmap_iou import class_layer, square
+
+    return {"PREDICTED": class_layer("EPSG:6933", [(square(0, 0, 10), 1)], "p"),
+            "REFERENCE": class_layer("EPSG:6933", [(square(0, 0, 10), 1)], "r"),
+            "PREDICTED_CLASS_FIELD": "code", "REFERENCE_CLASS_FIELD": "code"}
+
+
+@pytest.mark.parametrize("algorithm_id", ["ioueval:classmapiou", "ioueval:rasteriou"])
+def test_class_map_html_report_without_matplotlib_is_refused(ioueval_provider, tmp_path,
+                                                             monkeypatch, algorithm_id):
+    parameters = _class_map_parameters(algorithm_id, tmp_path)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    ok, message = _check(algorithm_id, {**parameters, "REPORT_HTML": str(tmp_path / "c.html")})
+    assert not ok and message.startswith("REPORT_HTML: ")
+    assert "package matplotlib is not installed" in message
+    ok, message = _check(algorithm_id, {**parameters, "REPORT_HTML": None,
+                                        "REPORT_JSON": str(tmp_path / "c.json")})
+    assert ok, message
+
+
+def test_compare_predictions_html_report_without_jinja2_is_refused(ioueval_provider, tmp_path,
+                                                                   monkeypatch):
+    layers = _layers()
+    parameters = {"PREDICTED_LAYERS": [layers["PREDICTED"], layers["PREDICTED"]],
+                  "REFERENCE": layers["REFERENCE"]}
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    ok, message = _check("ioueval:comparepredictions",
+                         {**parameters, "REPORT_HTML": str(tmp_path / "c.html")})
+    assert not ok and message.startswith("REPORT_HTML: ")
+    assert "package jinja2 is not installed" in message
+    ok, message = _check("ioueval:comparepredictions", {**parameters, "REPORT_HTML": None})
+    assert ok, message
+
+
+def test_compare_predictions_names_a_geographic_equal_area_crs(ioueval_provider):
+    layers = _layers()
+    ok, message = _check("ioueval:comparepredictions", {
+        "PREDICTED_LAYERS": [layers["PREDICTED"], layers["PREDICTED"]],
+        "REFERENCE": layers["REFERENCE"], "EQUAL_AREA_CRS": "EPSG:4326"})
+    assert not ok and message.startswith("EQUAL_AREA_CRS: "), message

@@ -230,3 +230,19 @@ def test_contract_names(ioueval_provider, algorithm, parameters, outputs):
     assert [o.split(" ")[0] for o in options] == list(COORDINATE_FORMATS)
     if algorithm == "ioueval:spatialmatch":
         assert alg.parameterDefinition("IOU_THRESHOLD").defaultValue() == 0.5
+
+
+
+def test_fraction_progress_maps_into_its_slice_and_cancels(ioueval_provider):
+    # the progress callable parsemodeloutput, spatialmatch and the class-map algorithms give
+    # their core function
+    from iou_evaluation.core.progress import EvaluationCanceled
+    from iou_evaluation.processing_provider.progress import fraction_progress
+
+    feedback = QgsProcessingFeedback()
+    advance = fraction_progress(feedback, 10, 80)
+    advance(0.5)
+    assert feedback.progress() == pytest.approx(45.0)  # 10 + (80 - 10) * 0.5
+    feedback.cancel()
+    with pytest.raises(EvaluationCanceled):
+        advance(0.75)

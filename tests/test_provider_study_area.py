@@ -9,7 +9,7 @@ from qgis_layers import box_wkt, memory_layer, rows_of, run
 FIELDS = [box_wkt(1, 1, 3, 3), box_wkt(9, 0, 13, 1), box_wkt(50, 50, 52, 52)]
 
 
-def evaluate(rule, tmp_path):
+def evaluate(rule, tmp_path, feedback=None):
     return run(
         "ioueval:evaluatepolygons",
         {
@@ -20,6 +20,7 @@ def evaluate(rule, tmp_path):
             "PER_FIELD": "TEMPORARY_OUTPUT",
             "REPORT_JSON": str(tmp_path / "report.json"),
         },
+        feedback,
     )
 
 
@@ -40,3 +41,14 @@ def test_clip_measures_the_part_inside(ioueval_provider, tmp_path):
     assert areas == pytest.approx([1.0, 4.0])  # B cut to [9, 10] x [0, 1]; A 2 x 2
     metrics = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["metrics"]
     assert metrics["count_reference_clipped"] == 1
+
+
+def test_reading_the_study_area_does_not_move_the_progress_bar_back(ioueval_provider, tmp_path):
+    from qgis.core import QgsProcessingFeedback
+
+    feedback = QgsProcessingFeedback()
+    seen = []
+    feedback.progressChanged.connect(seen.append)
+    evaluate(0, tmp_path, feedback)
+    # it was read from 0 to 100 % after both layers (20 %), then the evaluation went on at 20
+    assert seen == sorted(seen) and seen[-1] == 100, seen
