@@ -24,7 +24,7 @@ import numpy as np
 import shapely
 
 from . import confusion
-from .crs import check_equal_area, check_layer_crs, crs_label, resolve_crs, resolve_equal_area_crs
+from .crs import check_equal_area, crs_label, evaluation_crs, resolve_crs
 from .labels import MISSING, normalise_labels
 from .overlap import intersection_area, overlap_pairs
 from .parallel import ProgressCallback
@@ -96,8 +96,7 @@ def polygon_class_confusion(
             raise ValueError(f"{name}_classes has {len(values)} values for {len(geoms)} rows")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
-    check_layer_crs(ref_crs, pred_crs)
-    ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
     step = _steps(progress)
 
     ref = prepare_layer(reference, ref_crs, ea_crs, "reference", step(0.0, 0.3))

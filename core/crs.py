@@ -65,6 +65,14 @@ def check_layer_crs(reference_crs, predicted_crs) -> None:
         )
 
 
+def evaluation_crs(reference_crs, predicted_crs, equal_area_crs) -> pyproj.CRS | None:
+    """The equal-area CRS two layers are measured in, or None in planar (pixel) space when
+    neither has a CRS. Raises ValueError when only one layer has a CRS (``check_layer_crs``)
+    or the equal-area CRS is not projected in metres (``resolve_equal_area_crs``)."""
+    check_layer_crs(reference_crs, predicted_crs)
+    return resolve_equal_area_crs(equal_area_crs) if reference_crs is not None else None
+
+
 def crs_label(crs: pyproj.CRS | None) -> str:
     """``"AUTHORITY:CODE"`` when the CRS matches one exactly, else its PROJ string or name."""
     if crs is None:

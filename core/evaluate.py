@@ -27,10 +27,9 @@ from .boundary import (
 from .checks import check_non_negative_int, check_positive, check_threshold
 from .crs import (
     check_equal_area,
-    check_layer_crs,
     crs_label,
+    evaluation_crs,
     resolve_crs,
-    resolve_equal_area_crs,
 )
 from .detection import detection_scores
 from .grouping import (
@@ -237,8 +236,7 @@ def evaluate(
     ancestors = ancestors_from_taxonomy(taxonomy)
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
-    check_layer_crs(ref_crs, pred_crs)
-    ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
 
     progress.checkpoint(0, "Preparing geometries")
     ignore_rows = (

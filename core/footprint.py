@@ -23,10 +23,9 @@ import shapely
 
 from .crs import (
     DEFAULT_EQUAL_AREA_CRS,
-    check_layer_crs,
     crs_label,
+    evaluation_crs,
     resolve_crs,
-    resolve_equal_area_crs,
 )
 from .grouping import is_missing
 from .overlap import intersection_area
@@ -128,8 +127,7 @@ def footprint_iou(
     reference = geometry_array(reference, "reference")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
-    check_layer_crs(ref_crs, pred_crs)
-    ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
     x_period = cylindrical_x_period(ea_crs) if ea_crs is not None else None
     if predicted_ids is not None:
         predicted_ids = _ids(predicted_ids, len(predicted), "predicted_ids")

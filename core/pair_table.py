@@ -17,10 +17,9 @@ import shapely
 
 from .crs import (
     DEFAULT_EQUAL_AREA_CRS,
-    check_layer_crs,
     crs_label,
+    evaluation_crs,
     resolve_crs,
-    resolve_equal_area_crs,
 )
 from .overlap import overlap_pairs
 from .pair_metrics import (
@@ -100,8 +99,7 @@ def overlap_pair_table(
     reference = geometry_array(reference, "reference")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
-    check_layer_crs(ref_crs, pred_crs)
-    ea_crs = resolve_equal_area_crs(equal_area_crs) if ref_crs is not None else None
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
 
     progress.checkpoint(0, "Preparing geometries")
     ref = prepare_layer(reference, ref_crs, ea_crs, "reference", progress.span(0, 30))
