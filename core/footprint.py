@@ -37,10 +37,15 @@ from .pair_metrics import (
     pair_metrics,
 )
 from .parallel import run_chunks, split
-from .prepare import PreparedLayer, geometry_array, polygonal_parts, prepare_layer
+from .prepare import (
+    PreparedLayer,
+    geometry_array,
+    guarded_intersection,
+    polygonal_parts,
+    prepare_layer,
+)
 from .progress import Progress
 
-logger = logging.getLogger(__name__)
 
 #: A footprint of more rows than this (both layers together) is measured tile by tile.
 TILED_ROWS = 2_000
@@ -304,28 +309,12 @@ def _cut_to_tiles(geoms: np.ndarray, tiles: np.ndarray):
     pieces = geoms[row].copy()
     cut = np.flatnonzero(~inside)
     if len(cut):
-        pieces[cut] = _clip_pieces(geoms[row[cut]], tiles[tile[cut]])
+        pieces[cut] = guarded_intersection(geoms[row[cut]], tiles[tile[cut]],
+                                           "a piece of a footprint could not be cut to its tile")
     pieces = polygonal_parts(pieces)
     keep = ~shapely.is_missing(pieces)
     keep[keep] = shapely.area(pieces[keep]) > 0
     return pieces[keep], tile[keep]
-
-
-def _clip_pieces(geoms: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """``geoms[k] ∩ boxes[k]``; a pair GEOS cannot overlay gives None (logged)."""
-    try:
-        with np.errstate(all="ignore"):
-            return shapely.intersection(geoms, boxes)
-    except shapely.errors.GEOSException:
-        pass
-    out = np.full(len(geoms), None, dtype=object)
-    for k in range(len(geoms)):  # only after the vectorised call failed
-        try:
-            with np.errstate(all="ignore"):
-                out[k] = shapely.intersection(geoms[k], boxes[k])
-        except shapely.errors.GEOSException as exc:
-            logger.warning("a piece of a footprint could not be cut to its tile: %s", exc)
-    return out
 
 
 def _metrics_by_code(a, codes_a, b, codes_b, n_ids, zero_division, x_period) -> PairMetrics:

@@ -9,7 +9,6 @@ ratios are ``pair_metrics.metrics_from_measures``', on geometries prepared by
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +27,14 @@ from .pair_metrics import (
     enclosing_measures,
     metrics_from_measures,
 )
-from .prepare import PreparedLayer, geometry_array, polygonal_parts, prepare_layer
+from .prepare import (
+    PreparedLayer,
+    geometry_array,
+    guarded_intersection,
+    polygonal_parts,
+    prepare_layer,
+)
 from .progress import Progress
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ def overlap_pair_table(
     if with_intersections:
         # Polygonal parts only (a pair can also share an edge beside its overlap); a pair
         # GEOS cannot overlay gets an empty polygon.
-        intersections = polygonal_parts(_intersections(a, b))
+        intersections = polygonal_parts(
+            guarded_intersection(a, b, "an intersection geometry could not be computed"))
         intersections[shapely.is_missing(intersections)] = shapely.Polygon()
     progress.checkpoint(100, "Done")
     return PairTable(
@@ -136,20 +140,3 @@ def overlap_pair_table(
         reference=ref,
         equal_area_crs=crs_label(ea_crs),
     )
-
-
-def _intersections(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a[k] ∩ b[k]``, shape (n,); a pair GEOS cannot overlay becomes None (logged)."""
-    try:
-        with np.errstate(all="ignore"):  # GEOS's floating-point flags are not errors
-            return shapely.intersection(a, b)
-    except shapely.errors.GEOSException:
-        pass
-    out = np.full(len(a), None, dtype=object)
-    for k in range(len(a)):  # only after the vectorised call failed
-        try:
-            with np.errstate(all="ignore"):
-                out[k] = shapely.intersection(a[k], b[k])
-        except shapely.errors.GEOSException as exc:
-            logger.warning("an intersection geometry could not be computed: %s", exc)
-    return out

@@ -346,7 +346,8 @@ def split_at_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.nda
     south = bounds[rows, 1][band_row] - 1.0
     north = bounds[rows, 3][band_row] + 1.0
     bands = shapely.box(k * turn - half_turn, south, k * turn + half_turn, north)
-    pieces = _intersection(out[rows][band_row], bands)
+    pieces = guarded_intersection(out[rows][band_row], bands,
+                                  "a geometry could not be cut at the antimeridian")
     coords, index = shapely.get_coordinates(pieces, return_index=True)
     coords[:, 0] -= k[index] * turn
     pieces = shapely.set_coordinates(pieces, coords)
@@ -564,21 +565,21 @@ def _unwrap_polygons(geoms: np.ndarray, half_turn: float) -> np.ndarray:
     return out
 
 
-def _intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a[k] ∩ b[k]``; a pair GEOS cannot overlay becomes None instead of aborting the rest."""
+def guarded_intersection(a: np.ndarray, b: np.ndarray, failure: str) -> np.ndarray:
+    """``a[k] ∩ b[k]``, object array of shape (n,); a pair GEOS cannot overlay becomes None
+    (logged as ``failure``: the error) instead of aborting the rest."""
     try:
         with np.errstate(all="ignore"):  # GEOS's floating-point flags are not errors
             return shapely.intersection(a, b)
     except shapely.errors.GEOSException:
         pass
-    out = np.empty(len(a), dtype=object)
+    out = np.full(len(a), None, dtype=object)
     for k in range(len(a)):  # only after the vectorised call failed
         try:
             with np.errstate(all="ignore"):
                 out[k] = shapely.intersection(a[k], b[k])
         except shapely.errors.GEOSException as exc:
-            logger.warning("a geometry could not be cut at the antimeridian: %s", exc)
-            out[k] = None
+            logger.warning("%s: %s", failure, exc)
     return out
 
 
