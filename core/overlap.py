@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,9 @@ RATIO_SIGNIFICANT_DIGITS = 13
 #: The grid for the rare overlay GEOS cannot node exactly, relative to the largest coordinate
 #: of the pair: 1e-12 of it (10 µm at 10,000 km from the origin of a metric CRS).
 _FALLBACK_GRID_RELATIVE = 1e-12
+
+#: A function giving the areas of an object array of geometries, shape (n,) → float (n,).
+AreaFunction = Callable[[np.ndarray], np.ndarray]
 
 #: Candidate pairs are tested and overlaid this many at a time (progress, cancellation)...
 _CHUNK_PAIRS = 10_000
@@ -63,6 +67,7 @@ def overlap_pairs(
     predicted: np.ndarray,
     predicted_area_m2: np.ndarray,
     progress: ProgressCallback | None = None,
+    area: AreaFunction = shapely.area,
 ) -> OverlapPairs:
     """Candidate pairs from an STRtree query, with exact intersection areas and IoU.
 
@@ -72,6 +77,9 @@ def overlap_pairs(
         predicted: object array, shape (n_pred,), valid polygonal geometries, same CRS.
         predicted_area_m2: float array, shape (n_pred,), > 0.
         progress: optional callable(fraction done), may raise to cancel (``run_chunks``).
+        area: the areas of geometries in the layers' space (``shapely.area`` for a planar
+            equal-area CRS; ``exact_area.LonLatArea`` for longitude/latitude whose image in a
+            cylindrical equal-area CRS is measured exactly).
 
     Returns:
         OverlapPairs; pairs that only touch (zero-area intersection) are not included.
@@ -107,10 +115,10 @@ def overlap_pairs(
         # fields) overlaps it by its own area: no overlay (which gives that area to ~1e-15).
         inside = shapely.contains_properly(prepared[local], predicted[pi[meet]])
         del prepared
-        out[meet[inside]] = shapely.area(predicted[pi[meet[inside]]])
+        out[meet[inside]] = area(predicted[pi[meet[inside]]])
         rest = meet[~inside]
         ri, pi = ri[rest], pi[rest]
-        out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi])
+        out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi], area)
         return out
 
     # Chunks of at most _CHUNK_PAIRS pairs and _CHUNK_VERTICES vertices: a few pairs of large
@@ -154,8 +162,10 @@ def round_ratio(values) -> np.ndarray:
     return x
 
 
-def intersection_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def intersection_area(a: np.ndarray, b: np.ndarray,
+                      area: AreaFunction = shapely.area) -> np.ndarray:
     """Area of ``a[k] ∩ b[k]`` for each k; object arrays of equal shape (n,) → float (n,).
+    ``area`` measures geometries in their space (see ``overlap_pairs``).
 
     Identical geometries (same coordinates in the same order) give their own area exactly.
 
@@ -169,30 +179,30 @@ def intersection_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.zeros(0)
     key_a, key_b = _order_key(a), _order_key(b)
     parts = run_chunks(
-        lambda part: _pair_areas(a[part], b[part], key_a[part], key_b[part]),
+        lambda part: _pair_areas(a[part], b[part], key_a[part], key_b[part], area),
         split(len(a), 2_000, _CHUNK_PAIRS),
     )
     return np.concatenate(parts)
 
 
-def _pair_areas(a, b, key_a, key_b) -> np.ndarray:
+def _pair_areas(a, b, key_a, key_b, area: AreaFunction) -> np.ndarray:
     """``intersection_area`` given each geometry's ``_order_key`` row, shape (n, 7)."""
     # A geometry's overlay with itself is itself: take its area rather than the overlay's,
     # which for a thin polygon can differ in the 12th digit.
     same = shapely.equals_exact(a, b, tolerance=0.0)
     out = np.zeros(len(a))
-    out[same] = shapely.area(a[same])
+    out[same] = area(a[same])
     differ = np.flatnonzero(~same)
     a, b, key_a, key_b = a[differ], b[differ], key_a[differ], key_b[differ]
     # GEOS's overlay is not exactly symmetric in its operands (thin shapes differ in the 11th
     # digit): put each pair in a canonical order so that swapping them changes nothing.
     swap = _ordered_after(a, b, key_a, key_b)
     a, b = np.where(swap, b, a), np.where(swap, a, b)
-    out[differ] = _chunk_area(a, b)
+    out[differ] = _chunk_area(a, b, area)
     return out
 
 
-def _chunk_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _chunk_area(a: np.ndarray, b: np.ndarray, area: AreaFunction) -> np.ndarray:
     """Overlay areas of the pairs; a batch GEOS cannot overlay goes pair by pair."""
     if len(a) == 0:
         return np.zeros(0)
@@ -200,7 +210,7 @@ def _chunk_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         # GEOS's arithmetic raises floating-point flags ("invalid" on disjoint pairs, "divide"
         # on degenerate segments) that numpy would turn into warnings: they are not errors.
         with np.errstate(all="ignore"):
-            return shapely.area(shapely.intersection(a, b))
+            return area(shapely.intersection(a, b))
     except shapely.errors.GEOSException:
         pass
     out = np.empty(len(a))
@@ -208,14 +218,15 @@ def _chunk_area(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for k in range(len(a)):  # only after the vectorised call failed
         try:
             with np.errstate(all="ignore"):
-                out[k] = shapely.area(shapely.intersection(a[k], b[k]))
+                out[k] = area(np.array([shapely.intersection(a[k], b[k])], dtype=object))[0]
             continue
         except shapely.errors.GEOSException:
             pass
         try:
             grid = _fallback_grid(a[k], b[k])
             with np.errstate(all="ignore"):
-                out[k] = shapely.area(shapely.intersection(a[k], b[k], grid_size=grid))
+                piece = shapely.intersection(a[k], b[k], grid_size=grid)
+                out[k] = area(np.array([piece], dtype=object))[0]
             n_snapped += 1
         except shapely.errors.GEOSException as exc:
             logger.warning("an intersection failed and is scored as no overlap: %s", exc)
