@@ -57,6 +57,7 @@ def average_precision(
     class_ancestors: Mapping | None = None,
     max_detections: int | None = COCO_MAX_DETECTIONS,
     area_ranges: Mapping | None = COCO_AREA_RANGES,
+    area=None,
 ) -> dict:
     """COCO-style AP@[.50:.95], AP50, AP75, AR and per-class values of scored predictions.
 
@@ -112,6 +113,8 @@ def average_precision(
         area_ranges: mapping label -> (low, high) in CRS units², bounds included (COCO's
             defaults, meant for pixels), or None for no size breakdown. The range "all" has
             no bounds (COCO's is [0, 1e10]).
+        area: the area function of the geometries' space (``prepare.PreparedLayer.area_of``),
+            or None for planar areas (``shapely.area``).
 
     Returns:
         dict with
@@ -150,8 +153,8 @@ def average_precision(
         predicted_group, reference_group, n_pred, n_ref, "predicted_group", "reference_group"
     )
     crowd = _flags(reference_ignore, n_ref, "reference_ignore")
-    pred_area = _areas(predicted)
-    ref_geometric_area = _areas(reference)
+    pred_area = _areas(predicted, area)
+    ref_geometric_area = _areas(reference, area)
     ref_area = (
         ref_geometric_area if reference_area is None else _reference_area(reference_area, n_ref)
     )
@@ -167,7 +170,7 @@ def average_precision(
 
     pair_pred, pair_ref, pair_iou = _candidate_ious(
         predicted, reference, pred_area, ref_geometric_area, crowd, kept,
-        pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys,
+        pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area,
     )
 
     limits = sorted({1, min(10, cap), cap})
@@ -226,7 +229,7 @@ def average_precision(
 
 def _candidate_ious(
     predicted, reference, pred_area, ref_area, crowd, kept,
-    pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys,
+    pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area=None,
 ):
     """(pred, ref, iou) of same-group, class-compatible pairs whose IoU can reach 0.50.
 
@@ -252,15 +255,17 @@ def _candidate_ious(
         compatible |= np.isin(pred_class[p] * n_classes + ref_class[r], ancestor_keys)
     q_pred, q_ref = q_pred[same & compatible], q_ref[same & compatible]
     p, r = pred_idx[q_pred], ref_idx[q_ref]
-    # Skip the overlay where even the envelopes' overlap cannot give an IoU of 0.50.
-    inter_bound = np.minimum(
-        _envelope_overlap(pred_bounds[q_pred], ref_bounds[q_ref]),
-        np.minimum(pred_area[p], ref_area[r]),
-    )
+    # Skip the overlay where even the envelopes' overlap cannot give an IoU of 0.50 (planar
+    # areas only: a box in longitude/latitude has no area in the units of ``area``).
+    inter_bound = np.minimum(pred_area[p], ref_area[r])
+    if area is None:
+        inter_bound = np.minimum(
+            _envelope_overlap(pred_bounds[q_pred], ref_bounds[q_ref]), inter_bound
+        )
     lowest = IOU_THRESHOLDS[0] * (1.0 - IOU_RTOL)
     possible = _iou(inter_bound, pred_area[p], ref_area[r], crowd[r]) >= lowest
     p, r = p[possible], r[possible]
-    inter = intersection_area(predicted[p], reference[r])
+    inter = intersection_area(predicted[p], reference[r], area or shapely.area)
     iou = _iou(inter, pred_area[p], ref_area[r], crowd[r])
     keep = (inter > 0) & (iou >= lowest)
     return p[keep].astype(np.int64), r[keep].astype(np.int64), iou[keep]
@@ -559,8 +564,8 @@ def _reference_area(values, n):
         raise ValueError("reference_area must be numbers") from None
 
 
-def _areas(geoms):
-    areas = shapely.area(geoms)
+def _areas(geoms, area=None):
+    areas = (area or shapely.area)(geoms)
     return np.where(np.isfinite(areas), areas, 0.0)
 
 

@@ -122,7 +122,8 @@ def densify_adaptive(
     Args:
         geoms: object array, shape (n,), Polygons and MultiPolygons (None and empty allowed)
             in the source CRS; in a geographic CRS with continuous longitudes.
-        project: the map from source coordinates to equal-area metres.
+        project: the map from source coordinates to the plane where chords are measured
+            (equal-area metres; longitude/latitude of another datum for ``exact_area``).
         step: the grid spacing in source units (``crs.densify_step``: 50 m), > 0.
         relative_error: ε of the module docstring, ≥ 0 (0: every grid point, the 50 m result).
         half_turn: in a geographic source CRS, 180° in its units: no piece is left wider

@@ -32,6 +32,7 @@ from .crs import (
     resolve_crs,
 )
 from .detection import detection_scores
+from .exact_area import lonlat_area_for
 from .grouping import (
     Groups,
     bootstrap_weights,
@@ -245,17 +246,23 @@ def evaluate(
         else np.zeros(n_ref_in, dtype=bool)
     )
     # Each layer is prepared in chunks on both cores.
+    # Geographic layers in a cylindrical equal-area CRS are overlaid in longitude/latitude,
+    # where their edges are straight, and measured exactly (no densification).
+    lonlat = lonlat_area_for([ref_crs, pred_crs], ea_crs)
     ref = _prepare_rows(
         reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference",
-        progress.span(0, 9),
+        progress.span(0, 9), lonlat,
     )
-    ignore = _prepare_rows(reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference")
-    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19))
+    ignore = _prepare_rows(
+        reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference", None, lonlat
+    )
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19), lonlat)
     warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
 
     progress.checkpoint(20, "Computing overlaps")
     pairs = overlap_pairs(
-        ref.geometries, ref.area_m2, pred.geometries, pred.area_m2, progress.span(20, 39)
+        ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress.span(20, 39),
+        area=ref.area_of,
     )
     ref_group = pred_group = None
     if ref_groups is not None:
@@ -889,7 +896,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
     COCO's object size ranges (32² and 96² pixels) apply in planar pixel space only; with
     groups (images) COCO's 100 detections per image are kept, without them every prediction.
     """
-    references = np.concatenate([ref.geometries, ignore.geometries])
+    references = np.concatenate([ref.overlay, ignore.overlay])
     crowd = np.r_[np.zeros(ref.n, dtype=bool), np.ones(ignore.n, dtype=bool)]
 
     def both(labels):
@@ -897,7 +904,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
 
     (ref_group, pred_group), (ref_class, pred_class) = groups, classes
     return average_precision(
-        pred.geometries,
+        pred.overlay,
         scores,
         references,
         predicted_class=None if pred_class is None else pred_class[pred.keep],
@@ -908,6 +915,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
         class_ancestors=ancestors or None,
         max_detections=COCO_MAX_DETECTIONS if pred_group is not None else None,
         area_ranges=COCO_AREA_RANGES if planar else None,
+        area=None if pred.lonlat is None else pred.area_of,
     )
 
 
@@ -931,7 +939,8 @@ def _ignore_coverage(ignore, pred, groups, classes, ancestors) -> np.ndarray:
     coverage = np.zeros(pred.n)
     if ignore.n == 0 or pred.n == 0:
         return coverage
-    pairs = overlap_pairs(ignore.geometries, ignore.area_m2, pred.geometries, pred.area_m2)
+    pairs = overlap_pairs(ignore.overlay, ignore.area_m2, pred.overlay, pred.area_m2,
+                          area=pred.area_of)
     ok = np.ones(pairs.n, dtype=bool)
     (ref_group, pred_group), (ref_class, pred_class) = groups, classes
     if ref_group is not None:
@@ -947,9 +956,10 @@ def _ignore_coverage(ignore, pred, groups, classes, ancestors) -> np.ndarray:
     return coverage
 
 
-def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None) -> PreparedLayer:
+def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None,
+                  lonlat_area=None) -> PreparedLayer:
     """prepare_layer on a subset of rows, with ``keep`` mapped back to input positions."""
-    layer = prepare_layer(geometries[rows], crs, ea_crs, name, progress)
+    layer = prepare_layer(geometries[rows], crs, ea_crs, name, progress, lonlat_area)
     return dataclasses.replace(layer, keep=rows[layer.keep])
 
 

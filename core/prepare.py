@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,7 @@ import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs
 from .densify import Projector, densify_adaptive
+from .exact_area import LonLatArea
 from .parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
 from .wording import count_of
@@ -86,6 +88,13 @@ class PreparedLayer:
             GeometryCollection reduced to its polygonal parts.
         drop_reason: object array of str, shape (n_input,): one of ``DROP_REASONS`` for each
             dropped input row, "" for an evaluated one.
+        lonlat: None, or (when prepared with ``lonlat_area``) object array, shape (n,): the
+            polygons in longitude/latitude of the equal-area CRS's datum, cut at the
+            antimeridian, not densified: overlays of these measured by ``area_of`` are exact.
+            ``geometries`` are then these vertices projected as they are (for centroids,
+            extents and drawings; not for areas).
+        area_of: the area function of ``overlay`` geometries and their overlays:
+            ``shapely.area``, or the ``exact_area.LonLatArea`` given.
     """
 
     name: str
@@ -98,10 +107,18 @@ class PreparedLayer:
     n_dropped: int
     n_repaired: int
     drop_reason: np.ndarray = field(repr=False)
+    lonlat: np.ndarray | None = field(default=None, repr=False)
+    area_of: Callable[[np.ndarray], np.ndarray] = shapely.area
 
     @property
     def n(self) -> int:
         return len(self.keep)
+
+    @property
+    def overlay(self) -> np.ndarray:
+        """The geometries to overlay and measure with ``area_of``: ``lonlat`` when there,
+        else ``geometries``; object array, shape (n,)."""
+        return self.geometries if self.lonlat is None else self.lonlat
 
     @property
     def n_dropped_by_reason(self) -> dict[str, int]:
@@ -117,6 +134,7 @@ def prepare_layer(
     equal_area_crs: pyproj.CRS | None,
     name: str,
     progress: ProgressCallback | None = None,
+    lonlat_area: LonLatArea | None = None,
 ) -> PreparedLayer:
     """Drop, repair and reproject one layer's geometries; the input is never modified.
 
@@ -128,6 +146,10 @@ def prepare_layer(
         equal_area_crs: CRS in which areas and IoU are computed (metres), or None for planar.
         name: "reference" or "predicted".
         progress: optional callable(fraction done), may raise to cancel (``run_chunks``).
+        lonlat_area: from ``exact_area.lonlat_area_for([crs], equal_area_crs)``, or None.
+            Given, the layer is kept in longitude/latitude without densification and measured
+            exactly (``PreparedLayer.lonlat``); the caller must overlay it only with layers
+            prepared the same way.
 
     Returns:
         A PreparedLayer. Null, empty, non-polygonal rows, rows with NaN or infinite coordinates
@@ -153,8 +175,13 @@ def prepare_layer(
     n_input = len(geoms)
     reproject = crs is not None and equal_area_crs is not None and crs != equal_area_crs
 
+    if lonlat_area is not None and not reproject:
+        raise ValueError("lonlat_area needs a geographic layer CRS and an equal-area CRS")
+
     def run(part: slice) -> _Chunk:
-        return _prepare_chunk(geoms[part], crs, equal_area_crs if reproject else None, name)
+        return _prepare_chunk(
+            geoms[part], crs, equal_area_crs if reproject else None, name, lonlat_area
+        )
 
     # Rows are independent: chunks on both cores, small enough to bound the temporaries.
     chunks = run_chunks(run, _row_chunks(geoms), progress)
@@ -165,6 +192,7 @@ def prepare_layer(
     geoms = np.concatenate([c.geometries for c in chunks])
     area = np.concatenate([c.area for c in chunks])
     repaired = np.concatenate([c.repaired for c in chunks])
+    lonlat = None if lonlat_area is None else np.concatenate([c.lonlat for c in chunks])
     keep = np.flatnonzero(reason == "")
     layer = PreparedLayer(
         name=name,
@@ -177,6 +205,8 @@ def prepare_layer(
         n_dropped=n_input - len(keep),
         n_repaired=int(np.count_nonzero(repaired[keep])),
         drop_reason=reason,
+        lonlat=None if lonlat is None else lonlat[keep],
+        area_of=shapely.area if lonlat_area is None else lonlat_area,
     )
     if layer.n_dropped:
         counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
@@ -213,10 +243,13 @@ class _Chunk:
     geometries: np.ndarray
     area: np.ndarray
     repaired: np.ndarray
+    lonlat: np.ndarray | None = None
 
 
-def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
-    """Drop, repair and reproject (to ``equal_area_crs`` unless None) a chunk of rows."""
+def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
+                   lonlat_area: LonLatArea | None = None) -> _Chunk:
+    """Drop, repair and reproject (to ``equal_area_crs`` unless None) a chunk of rows; with
+    ``lonlat_area``, keep them in longitude/latitude and measure them exactly."""
     geoms = np.array(geoms, dtype=object, copy=True)  # _drop writes into it
     n = len(geoms)
     reason = np.full(n, "", dtype=object)  # "" until a row is dropped
@@ -246,6 +279,9 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
     repaired = invalid | (type_id == COLLECTION)
     source = geoms.copy()
 
+    if lonlat_area is not None:
+        return _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs,
+                             equal_area_crs, lonlat_area)
     if reproject:
         step = densify_step(crs)
         dense = geoms
@@ -271,6 +307,64 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str) -> _Chunk:
     area[present[_is_sliver(geoms[present], area[present])]] = 0.0
     _drop(geoms, reason, ~(np.isfinite(area) & (area > 0)), "zero_area")
     return _Chunk(reason, source, geoms, area, repaired)
+
+
+def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area_crs,
+                  lonlat_area) -> _Chunk:
+    """The rest of ``_prepare_chunk`` for ``lonlat_area``: bring the (unwrapped, repaired)
+    rows to longitude/latitude on the equal-area CRS's datum, cut them at the antimeridian,
+    measure them exactly, project their vertices as they are.
+
+    A change of datum (NAD83 to WGS 84 in Hawaii, say, where PROJ applies a Helmert
+    transformation) bends a straight edge, a little: edges are split at points of the 50 m
+    grid where their image in longitude/latitude leaves the chord, as ``densify`` does for
+    the equal-area CRS (none are where the datums coincide).
+    """
+    lonlat_crs = lonlat_area.lonlat_crs
+    half_turn = _half_turn(lonlat_crs)
+    lonlat = geoms
+    try:
+        if crs != lonlat_crs:
+            step = densify_step(crs)
+            if step is not None:
+                longer = np.flatnonzero((longest_edge > step) | repaired)
+                lonlat = geoms.copy()
+                lonlat[longer] = densify_adaptive(
+                    geoms[longer], Projector(crs, lonlat_crs), step, half_turn=_half_turn(crs)
+                )[0]
+            lonlat = _drop_non_finite(to_crs(lonlat, crs, lonlat_crs))
+            _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
+            lonlat = unwrap_antimeridian(lonlat, half_turn)
+            lonlat, repaired_again = _repair(lonlat)
+            lonlat = polygonal_parts(lonlat)
+            repaired = repaired | repaired_again
+        else:
+            lonlat = geoms.copy()
+        present = ~shapely.is_missing(lonlat)
+        bounds = np.full((len(lonlat), 4), np.nan)
+        bounds[present] = shapely.bounds(lonlat[present])
+        with np.errstate(invalid="ignore"):
+            beyond = (bounds[:, 0] < -half_turn) | (bounds[:, 2] > half_turn)
+        if beyond.any():
+            lonlat[beyond] = split_at_antimeridian(lonlat[beyond], half_turn)
+        _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
+        projected = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+    except pyproj.exceptions.ProjError as exc:
+        raise ValueError(
+            f"The layer's CRS {crs_label(crs)} cannot be transformed to the equal-area CRS "
+            f"{crs_label(equal_area_crs)}: {exc}"
+        ) from None
+    _drop(projected, reason, shapely.is_missing(projected) & ~shapely.is_missing(lonlat),
+          "not_projectable")
+    lonlat[shapely.is_missing(projected)] = None
+    area = np.zeros(len(geoms))
+    kept = np.flatnonzero(~shapely.is_missing(lonlat))
+    area[kept] = lonlat_area(lonlat[kept])
+    area[kept[_is_sliver(projected[kept], area[kept])]] = 0.0
+    zero = ~(np.isfinite(area) & (area > 0))
+    _drop(projected, reason, zero, "zero_area")
+    lonlat[zero] = None
+    return _Chunk(reason, source, projected, area, repaired, lonlat)
 
 
 def polygonal_parts(geoms: np.ndarray) -> np.ndarray:
