@@ -6,6 +6,11 @@ the equal-area CRS bends away from the chord (``core.densify``: areas within 1e-
 splitting every edge into 50 m pieces), then reproject to the equal-area CRS (and repair again,
 since reprojection can fold a ring), then drop zero areas.
 
+Geographic layers evaluated in a cylindrical equal-area CRS (the default EPSG:6933) can take a
+shorter way (``lonlat_area``, which ``evaluate`` uses): they stay in longitude/latitude, where
+their edges are straight, and ``core.exact_area`` measures the image of every edge exactly, so
+no edge is split at all (except where a change of datum bends it).
+
 Reprojection passes through longitude/latitude on the equal-area CRS's own datum, where rings
 that cross the antimeridian (±180°) are made continuous and cut there, so that a field on the
 Fiji or Chukotka side of 180° has its true area (the agribound seed left such layers unsupported).
