@@ -350,9 +350,11 @@ class QgisProcess:
         help_text = subprocess.run([QGIS_PROCESS, "help", ALGORITHM], env=self.env, check=True,
                                    capture_output=True, text=True, timeout=300).stdout
         #: parameter name -> argument type ("source", "sink", "fileDestination", ...)
-        self.arguments = dict(
-            re.findall(r"^([A-Z0-9_]+): .*\n\tArgument type:\t(\w+)", help_text, re.M)
-        )
+        # Each parameter: "NAME: description", its help lines (tab-indented), then its type.
+        self.arguments = dict(re.findall(
+            r"^([A-Z0-9_]+): .*\n(?:\t(?!Argument type:).*\n)*\tArgument type:\t(\w+)",
+            help_text, re.M,
+        ))
         self.qgis_version = self._version()
 
     def _version(self) -> str:
