@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -100,6 +101,14 @@ def densify_step(crs: pyproj.CRS) -> float | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def transformer_between(source: pyproj.CRS, target: pyproj.CRS) -> pyproj.Transformer:
+    """``pyproj.Transformer.from_crs(source, target, always_xy=True)``, made once per pair of
+    CRSs: making one costs about 25 ms (PROJ's database), and a layer spread over many UTM zones
+    asks for the same few again and again. pyproj's transformers are thread-safe (3.1+)."""
+    return pyproj.Transformer.from_crs(source, target, always_xy=True)
+
+
 def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndarray:
     """Reproject an object array of geometries (None allowed), vectorised over all vertices.
 
@@ -107,7 +116,7 @@ def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndar
     """
     if len(geoms) == 0 or source == target:
         return geoms
-    transformer = pyproj.Transformer.from_crs(source, target, always_xy=True)
+    transformer = transformer_between(source, target)
 
     def transform(x, y):
         if len(x) == 0:

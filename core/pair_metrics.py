@@ -25,7 +25,13 @@ import numpy as np
 import pyproj
 import shapely
 
-from .crs import DEFAULT_EQUAL_AREA_CRS, crs_label, resolve_crs, resolve_equal_area_crs
+from .crs import (
+    DEFAULT_EQUAL_AREA_CRS,
+    crs_label,
+    resolve_crs,
+    resolve_equal_area_crs,
+    transformer_between,
+)
 from .overlap import intersection_area, iou_from_areas, round_ratio
 from .prepare import geometry_array, prepare_layer
 
@@ -232,7 +238,7 @@ def cylindrical_x_period(crs) -> float | None:
     if lonlat is None or not crs.is_projected:
         return None
     try:
-        to_crs = pyproj.Transformer.from_crs(lonlat, crs, always_xy=True)
+        to_crs = transformer_between(lonlat, crs)
         x, _ = to_crs.transform([-180.0, 180.0, -180.0, 180.0], [0.0, 0.0, 60.0, 60.0])
     except pyproj.exceptions.ProjError:
         return None

@@ -6,10 +6,11 @@ report_html.py."""
 from __future__ import annotations
 
 import numpy as np
-import pyproj
 import shapely
 
 from . import figures
+from .boundary import utm_crs
+from .crs import transformer_between
 from .evaluate import Evaluation
 from .labels import MISSING
 from .report_definitions import DEFINITIONS
@@ -247,7 +248,7 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
 
 
 def _to_crs(geometry, crs, epsg: int):
-    transformer = pyproj.Transformer.from_crs(crs, pyproj.CRS.from_epsg(epsg), always_xy=True)
+    transformer = transformer_between(crs, utm_crs(epsg))
     return shapely.transform(geometry, lambda xy: np.column_stack(
         transformer.transform(xy[:, 0], xy[:, 1])))
 

@@ -123,11 +123,13 @@ def test_area_is_additive_and_invariant_under_a_shift_in_longitude(lon, lat, w, 
     whole, left, right = (shapely.Polygon(p) for p in ([a, b, c], [a, b, m], [a, m, c]))
     moved = shapely.transform(whole, lambda xy: xy + [shift, 0.0])
     area = AREA(np.array([whole, left, right, moved], dtype=object))
-    # Up to the rounding of the coordinates themselves: an ulp of the largest longitude
-    # across the triangle's height (a thin triangle far from 0° has few exact digits of Δλ).
-    metres_per_degree = 111_320.0
-    ulp_m = 8 * np.finfo(float).eps * max(abs(lon) + w, abs(lon + shift) + w, 1.0)
-    slack = ulp_m * metres_per_degree**2 * (h + w)
+    # Up to rounding: of the coordinates themselves (an ulp of the largest longitude across
+    # the triangle's height: a thin triangle far from 0° has few exact digits of Δλ), and of
+    # y itself (up to 6.4e6 m near the poles) across the triangle's width.
+    metres_per_degree, eps = 111_320.0, np.finfo(float).eps
+    ulp_deg = 8 * eps * max(abs(lon) + w, abs(lon + shift) + w, 1.0)
+    slack = (ulp_deg * metres_per_degree**2 * (h + w)
+             + 8 * eps * 6.4e6 * metres_per_degree * (h + w))
     assert area[1] + area[2] == pytest.approx(area[0], rel=1e-12, abs=slack)
     assert area[3] == pytest.approx(area[0], rel=1e-12, abs=slack)
 
