@@ -195,7 +195,8 @@ def evaluate(
         tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
             F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
             ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
-            multiple: about twice the tolerance stage for 1 to 4 times).
+            multiple; on layers of more than ``boundary_curve.CURVE_SAMPLE_SIZE`` polygons, on
+            a random sample of that many, said under ``boundary_by_tolerance.sample``).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -361,8 +362,10 @@ def evaluate(
             zoned, boundary_tolerance_m, ignored, tolerance_multiples, progress.span(76, 80),
         )
         for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
-            if tolerance_multiples[0] == 1.0:  # the same value as the metric, to the last bit
-                metrics["boundary_by_tolerance"][key][0] = metrics[key]
+            # The same value as the metric, to the last bit (a sampled curve keeps its own).
+            curve = metrics["boundary_by_tolerance"]
+            if tolerance_multiples[0] == 1.0 and curve["sample"] is None:
+                curve[key][0] = metrics[key]
     metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
     matched_iou = tables.reference["iou"][tables.reference["matched"]]
     metrics.update(_distribution("iou", matched_iou))
