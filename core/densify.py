@@ -71,6 +71,8 @@ import numpy as np
 import pyproj
 import shapely
 
+from .crs import transformer
+
 #: Each polygon's area may differ from the 50 m result by at most this fraction of itself
 #: (first order in the pieces' length; see the module docstring).
 RELATIVE_AREA_ERROR = 1e-9
@@ -94,12 +96,12 @@ class Projector:
     def __init__(self, crs: pyproj.CRS, equal_area_crs: pyproj.CRS):
         lonlat = equal_area_crs.geodetic_crs
         if lonlat is None:
-            self._steps = [pyproj.Transformer.from_crs(crs, equal_area_crs, always_xy=True)]
+            self._steps = [transformer(crs, equal_area_crs)]
             return
         self._steps = []
         if crs != lonlat:
-            self._steps.append(pyproj.Transformer.from_crs(crs, lonlat, always_xy=True))
-        self._steps.append(pyproj.Transformer.from_crs(lonlat, equal_area_crs, always_xy=True))
+            self._steps.append(transformer(crs, lonlat))
+        self._steps.append(transformer(lonlat, equal_area_crs))
 
     def __call__(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Float arrays of shape (n,) in source units → (x, y) in equal-area metres."""
