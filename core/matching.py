@@ -123,14 +123,16 @@ def _optimal_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
     )
     _, label = connected_components(graph, directed=False)
     component = label[ref]
-    order = np.argsort(component, kind="stable")
+    # A lone pair (most of them) has nothing to choose: matched at once, all together.
+    size = np.bincount(component)
+    lone = size[component] == 1
+    reference_match[ref[lone]] = pred[lone]
+    predicted_match[pred[lone]] = ref[lone]
+    order = np.flatnonzero(~lone)
+    order = order[np.argsort(component[order], kind="stable")]
     bounds = np.flatnonzero(np.r_[True, np.diff(component[order]) != 0, True])
     for start, stop in zip(bounds[:-1], bounds[1:]):
         k = order[start:stop]
-        if len(k) == 1:  # a lone pair: nothing to choose
-            reference_match[ref[k]] = pred[k]
-            predicted_match[pred[k]] = ref[k]
-            continue
         refs, r_local = np.unique(ref[k], return_inverse=True)
         preds, p_local = np.unique(pred[k], return_inverse=True)
         # Weight (pairs + 1) per match dominates any difference in total IoU (each <= 1).
