@@ -5,8 +5,9 @@
 ``--root`` evaluates another checkout's core (a folder with the plugin's files: ``git archive
 COMMIT | tar -x -C DIR``), reading the layers as ``worker_core.py`` does. Stages are the
 ``Progress`` messages of ``core.evaluate`` (Preparing geometries, Computing overlaps,
-Boundary distances, ...); also TP/FP/FN, mean IoU, the vertices of the prepared (equal-area)
-layers and the peak resident memory.
+Boundary distances, ...), in wall seconds and in CPU seconds of all threads (which other jobs
+on the cores change least); also TP/FP/FN, mean IoU, the vertices of the prepared
+(equal-area) layers and the peak resident memory.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ def main(argv=None):
 
     reference, _, reference_crs = worker_core.read_layer(args.data, "reference")
     predicted, _, predicted_crs = worker_core.read_layer(args.data, "predicted")
-    marks = []
+    marks, cpu = [], []
 
     class Stages(Progress):
         def report(self, percent, message=""):
             if message:
                 marks.append((time.perf_counter(), message))
+                cpu.append(time.process_time())
 
     start = time.perf_counter()
     evaluation = evaluate(predicted, reference, predicted_crs=predicted_crs,
@@ -51,10 +53,13 @@ def main(argv=None):
                           **json.loads(args.kwargs))
     end = time.perf_counter()
     marks.append((end, "end"))
+    cpu.append(time.process_time())
     metrics = evaluation.metrics
     print(json.dumps({
         "root": str(args.root), "data": str(args.data), "evaluate_s": round(end - start, 2),
         "stages_s": {m: round(marks[k + 1][0] - t, 2) for k, (t, m) in enumerate(marks[:-1])},
+        "stages_cpu_s": {m: round(cpu[k + 1] - c, 2) for k, (c, (_, m)) in
+                         enumerate(zip(cpu[:-1], marks[:-1]))},
         "tp_fp_fn": [metrics["count_tp"], metrics["count_fp"], metrics["count_fn"]],
         "iou_mean": metrics["iou_mean"],
         "vertices_equal_area": [

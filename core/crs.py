@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import logging
+import threading
 
 import numpy as np
 import pyproj
@@ -101,12 +101,27 @@ def densify_step(crs: pyproj.CRS) -> float | None:
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def transformer_between(source: pyproj.CRS, target: pyproj.CRS) -> pyproj.Transformer:
-    """``pyproj.Transformer.from_crs(source, target, always_xy=True)``, made once per pair of
-    CRSs: making one costs about 25 ms (PROJ's database), and a layer spread over many UTM zones
-    asks for the same few again and again. pyproj's transformers are thread-safe (3.1+)."""
-    return pyproj.Transformer.from_crs(source, target, always_xy=True)
+_per_thread = threading.local()
+
+#: Transformers kept per thread (a new pair of CRSs beyond this many starts afresh).
+_MAX_TRANSFORMERS = 64
+
+
+def transformer(source: pyproj.CRS, target: pyproj.CRS) -> pyproj.Transformer:
+    """``pyproj.Transformer.from_crs(source, target, always_xy=True)``, made once per thread
+    and CRS pair: making one takes 1-25 ms (PROJ's database), which chunked reprojection (50k
+    fields: ~50 chunks of two layers, 4 transformers each) and a layer spread over many UTM
+    zones (a national layer's boundary stage and report maps) would otherwise pay again and
+    again. A Transformer is
+    not shared between threads (pyproj: not thread-safe); the same CRSs give the same
+    transformation, so results are the same as with a new one."""
+    cache = getattr(_per_thread, "transformers", None)
+    if cache is None or len(cache) >= _MAX_TRANSFORMERS:
+        cache = _per_thread.transformers = {}
+    key = (source.to_wkt(), target.to_wkt())  # pyproj keeps the WKT: ~10 µs
+    if key not in cache:
+        cache[key] = pyproj.Transformer.from_crs(source, target, always_xy=True)
+    return cache[key]
 
 
 def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndarray:
@@ -116,12 +131,12 @@ def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndar
     """
     if len(geoms) == 0 or source == target:
         return geoms
-    transformer = transformer_between(source, target)
+    to_target = transformer(source, target)
 
     def transform(x, y):
         if len(x) == 0:
             return x, y
-        return transformer.transform(x, y, errcheck=False)
+        return to_target.transform(x, y, errcheck=False)
 
     return shapely.transform(geoms, transform, interleaved=False)
 

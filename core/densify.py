@@ -71,7 +71,7 @@ import numpy as np
 import pyproj
 import shapely
 
-from .crs import transformer_between
+from .crs import transformer
 
 #: Each polygon's area may differ from the 50 m result by at most this fraction of itself
 #: (first order in the pieces' length; see the module docstring).
@@ -96,12 +96,12 @@ class Projector:
     def __init__(self, crs: pyproj.CRS, equal_area_crs: pyproj.CRS):
         lonlat = equal_area_crs.geodetic_crs
         if lonlat is None:
-            self._steps = [transformer_between(crs, equal_area_crs)]
+            self._steps = [transformer(crs, equal_area_crs)]
             return
         self._steps = []
         if crs != lonlat:
-            self._steps.append(transformer_between(crs, lonlat))
-        self._steps.append(transformer_between(lonlat, equal_area_crs))
+            self._steps.append(transformer(crs, lonlat))
+        self._steps.append(transformer(lonlat, equal_area_crs))
 
     def __call__(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Float arrays of shape (n,) in source units → (x, y) in equal-area metres."""
@@ -124,8 +124,7 @@ def densify_adaptive(
     Args:
         geoms: object array, shape (n,), Polygons and MultiPolygons (None and empty allowed)
             in the source CRS; in a geographic CRS with continuous longitudes.
-        project: the map from source coordinates to the plane where chords are measured
-            (equal-area metres; longitude/latitude of another datum for ``exact_area``).
+        project: the map from source coordinates to equal-area metres.
         step: the grid spacing in source units (``crs.densify_step``: 50 m), > 0.
         relative_error: ε of the module docstring, ≥ 0 (0: every grid point, the 50 m result).
         half_turn: in a geographic source CRS, 180° in its units: no piece is left wider

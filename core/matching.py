@@ -69,15 +69,41 @@ def match(
 
 
 def _greedy_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
+    order = greedy_order(ref, pred, iou)
+    ref, pred = ref[order], pred[order]
+    accepted = greedy_accepted(ref, pred, n_reference, n_predicted)
     reference_match = np.full(n_reference, -1, dtype=np.int64)
     predicted_match = np.full(n_predicted, -1, dtype=np.int64)
-    # A sequential rule: each acceptance depends on the ones before it.
-    for k in np.lexsort((pred, ref, -iou)):
-        r, p = ref[k], pred[k]
-        if reference_match[r] < 0 and predicted_match[p] < 0:
-            reference_match[r] = p
-            predicted_match[p] = r
+    reference_match[ref[accepted]] = pred[accepted]
+    predicted_match[pred[accepted]] = ref[accepted]
     return Matches(reference_match, predicted_match)
+
+
+def greedy_order(ref: np.ndarray, pred: np.ndarray, iou: np.ndarray) -> np.ndarray:
+    """The order in which ``one_to_one`` considers pairs: descending IoU, ties by reference,
+    then predicted position. Arrays of shape (n,) in, int64 positions (n,) out."""
+    return np.lexsort((pred, ref, -iou))
+
+
+def greedy_accepted(ref: np.ndarray, pred: np.ndarray, n_reference: int,
+                    n_predicted: int) -> np.ndarray:
+    """Positions (int64, increasing) of the pairs ``one_to_one`` accepts when it takes the
+    pairs (``ref``, ``pred``: int arrays, shape (n,)) in the order given: each pair whose
+    reference and prediction are both still free.
+
+    A sequential rule (each acceptance depends on the ones before it), so the pairs accepted
+    among the first k are those accepted when matching the first k alone.
+    """
+    # Plain Python lists and bytearrays: about ten times faster per pair than numpy scalars.
+    ref_free = bytearray(b"\x01") * n_reference
+    pred_free = bytearray(b"\x01") * n_predicted
+    accepted = []
+    for k, (r, p) in enumerate(zip(ref.tolist(), pred.tolist())):
+        if ref_free[r] and pred_free[p]:
+            ref_free[r] = 0
+            pred_free[p] = 0
+            accepted.append(k)
+    return np.array(accepted, dtype=np.int64)
 
 
 def _optimal_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
@@ -97,14 +123,16 @@ def _optimal_one_to_one(ref, pred, iou, n_reference, n_predicted) -> Matches:
     )
     _, label = connected_components(graph, directed=False)
     component = label[ref]
-    order = np.argsort(component, kind="stable")
+    # A lone pair (most of them) has nothing to choose: matched at once, all together.
+    size = np.bincount(component)
+    lone = size[component] == 1
+    reference_match[ref[lone]] = pred[lone]
+    predicted_match[pred[lone]] = ref[lone]
+    order = np.flatnonzero(~lone)
+    order = order[np.argsort(component[order], kind="stable")]
     bounds = np.flatnonzero(np.r_[True, np.diff(component[order]) != 0, True])
     for start, stop in zip(bounds[:-1], bounds[1:]):
         k = order[start:stop]
-        if len(k) == 1:  # a lone pair: nothing to choose
-            reference_match[ref[k]] = pred[k]
-            predicted_match[pred[k]] = ref[k]
-            continue
         refs, r_local = np.unique(ref[k], return_inverse=True)
         preds, p_local = np.unique(pred[k], return_inverse=True)
         # Weight (pairs + 1) per match dominates any difference in total IoU (each <= 1).
@@ -128,9 +156,17 @@ def argmax_per_group(
     out = np.full(n_groups, -1, dtype=np.int64)
     if len(group) == 0:
         return out
-    order = np.lexsort((other, -value, group))
+    # One stable sort by group (pairs often come sorted already), then per run of a group:
+    # its largest value (NaN only when all are NaN, as a sort puts NaN last), and among the
+    # elements equal to it the smallest ``other``: a three-key lexsort's answer, ~5x faster.
+    order = np.argsort(group, kind="stable")
     sorted_group = group[order]
+    value, other = np.asarray(value, dtype=float)[order], np.asarray(other)[order]
     first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
-    out[sorted_group[first]] = other[order[first]]
+    run = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(order)]))
+    with np.errstate(invalid="ignore"):
+        best = np.fmax.reduceat(value, first)
+    is_best = (value == best[run]) | (np.isnan(value) & np.isnan(best[run]))
+    candidate = np.where(is_best, other, np.iinfo(np.int64).max)
+    out[sorted_group[first]] = np.minimum.reduceat(candidate, first)
     return out
-

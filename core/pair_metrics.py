@@ -30,7 +30,7 @@ from .crs import (
     crs_label,
     resolve_crs,
     resolve_equal_area_crs,
-    transformer_between,
+    transformer,
 )
 from .overlap import intersection_area, iou_from_areas, round_ratio
 from .prepare import geometry_array, prepare_layer
@@ -238,7 +238,7 @@ def cylindrical_x_period(crs) -> float | None:
     if lonlat is None or not crs.is_projected:
         return None
     try:
-        to_crs = transformer_between(lonlat, crs)
+        to_crs = transformer(lonlat, crs)
         x, _ = to_crs.transform([-180.0, 180.0, -180.0, 180.0], [0.0, 0.0, 60.0, 60.0])
     except pyproj.exceptions.ProjError:
         return None

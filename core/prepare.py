@@ -33,7 +33,7 @@ import numpy as np
 import pyproj
 import shapely
 
-from .crs import crs_label, densify_step, resolve_crs, to_crs, transformer_between
+from .crs import crs_label, densify_step, resolve_crs, to_crs, transformer
 from .densify import Projector, densify_adaptive
 from .exact_area import LonLatArea
 from .parallel import ProgressCallback, run_chunks, split_weighted
@@ -566,7 +566,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         coords, row = shapely.get_coordinates(dense, return_index=True)
         lon, lat = coords[:, 0], coords[:, 1]
         if len(coords) and crs != lonlat_crs:
-            to_lonlat = transformer_between(crs, lonlat_crs)
+            to_lonlat = transformer(crs, lonlat_crs)
             lon, lat = to_lonlat.transform(lon, lat, errcheck=False)
         out = np.full(len(dense), None, dtype=object)
         bad = np.zeros(len(dense), dtype=bool)
@@ -580,7 +580,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         on_plain = plain[row]
         x, y = lon[on_plain], lat[on_plain]
         if len(x):
-            to_target = transformer_between(lonlat_crs, equal_area_crs)
+            to_target = transformer(lonlat_crs, equal_area_crs)
             x, y = to_target.transform(x, y, errcheck=False)
         out[plain] = shapely.set_coordinates(
             np.array(dense[plain], dtype=object, copy=True), np.column_stack([x, y])

@@ -10,7 +10,7 @@ import shapely
 
 from . import figures
 from .boundary import utm_crs
-from .crs import transformer_between
+from .crs import transformer
 from .evaluate import Evaluation
 from .labels import MISSING
 from .report_definitions import DEFINITIONS
@@ -248,9 +248,9 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
 
 
 def _to_crs(geometry, crs, epsg: int):
-    transformer = transformer_between(crs, utm_crs(epsg))
+    to_zone = transformer(crs, utm_crs(epsg))
     return shapely.transform(geometry, lambda xy: np.column_stack(
-        transformer.transform(xy[:, 0], xy[:, 1])))
+        to_zone.transform(xy[:, 0], xy[:, 1])))
 
 
 def _boundary_context(metrics: dict, evaluation: Evaluation, units: dict) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .matching import at_or_above, match
+from .matching import at_or_above, greedy_accepted, greedy_order, match
 from .metrics import f1_score, ratio
 from .overlap import OverlapPairs
 
@@ -43,11 +43,18 @@ def threshold_sweep(
     coverage = np.zeros(n_predicted) if ignore_coverage is None else np.asarray(ignore_coverage)
     out = {key: [] for key in ("iou_threshold", "count_tp", "count_fp", "count_fn",
                                "precision", "recall", "f1")}
+    thresholds = [float(t) for t in thresholds]
+    greedy = None
+    if matching == "one_to_one" and thresholds:  # one greedy pass serves every threshold
+        greedy = _greedy_by_threshold(candidates, n_reference, n_predicted, thresholds)
     for threshold in thresholds:
-        matches = match(candidates, n_reference, n_predicted, float(threshold), matching)
-        pred_matched = matches.predicted_match >= 0
+        if greedy is None:
+            matches = match(candidates, n_reference, n_predicted, float(threshold), matching)
+            pred_matched = matches.predicted_match >= 0
+            tp = int(np.sum(matches.reference_match >= 0))
+        else:
+            pred_matched, tp = greedy(float(threshold))
         ignored = ~pred_matched & at_or_above(coverage, float(threshold)) & (coverage > 0)
-        tp = int(np.sum(matches.reference_match >= 0))
         fp = int(np.sum(~pred_matched & ~ignored))
         n_counted = n_predicted - int(ignored.sum())
         empty = 1.0 if n_reference == 0 and n_counted == 0 else 0.0
@@ -61,3 +68,27 @@ def threshold_sweep(
         out["recall"].append(recall)
         out["f1"].append(float(f1_score(precision, recall)) if not empty else 1.0)
     return out
+
+
+def _greedy_by_threshold(candidates: OverlapPairs, n_reference: int, n_predicted: int,
+                         thresholds):
+    """``one_to_one`` at every threshold from one pass: the pairs at or above a threshold are
+    the first ones of the greedy order (descending IoU), and the greedy rule accepts among
+    the first k pairs what it accepts matching them alone. Returns a function of a threshold
+    giving (matched predictions: bool (n_predicted,), count of matched references), equal to
+    ``match(candidates, ..., threshold, "one_to_one")``'s."""
+    above = at_or_above(candidates.iou, float(min(thresholds)))
+    ref, pred, iou = (candidates.reference[above], candidates.predicted[above],
+                      candidates.iou[above])
+    order = greedy_order(ref, pred, iou)
+    ref, pred, iou = ref[order], pred[order], iou[order]
+    accepted = greedy_accepted(ref, pred, n_reference, n_predicted)
+    # Position in the greedy order at which each prediction was matched (n: never).
+    matched_at = np.full(n_predicted, len(ref), dtype=np.int64)
+    matched_at[pred[accepted]] = accepted
+
+    def at(threshold: float):
+        first = int(np.count_nonzero(at_or_above(iou, threshold)))  # a prefix of the order
+        return matched_at < first, int(np.searchsorted(accepted, first))
+
+    return at

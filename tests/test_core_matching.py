@@ -2,8 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
 
 box = shapely.box
@@ -146,3 +149,27 @@ def test_planar_coordinates_that_look_like_degrees_are_flagged():
     assert any("longitude/latitude" in w for w in evaluate(field, field).warnings)
     pixels = [box(100, 200, 400, 480)]
     assert not any("longitude/latitude" in w for w in evaluate(pixels, pixels).warnings)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(
+    [0.0, -0.0, 0.25, 0.5, 0.5, 1.0, float("inf"), float("nan")]), st.integers(0, 9)),
+    max_size=30))
+def test_argmax_per_group_takes_the_largest_value_then_the_smallest_other(rows):
+    from iou_evaluation.core.matching import argmax_per_group
+
+    group = np.array([r[0] for r in rows], dtype=np.int64)
+    value = np.array([r[1] for r in rows], dtype=float)
+    other = np.array([r[2] for r in rows], dtype=np.int64)
+    expected = []
+    for g in range(7):
+        members = [(v, o) for gg, v, o in rows if gg == g]
+        numbers = [(v, o) for v, o in members if not math.isnan(v)]
+        if not members:
+            expected.append(-1)
+        elif numbers:  # NaN loses to any number
+            top = max(v for v, _ in numbers)
+            expected.append(min(o for v, o in numbers if v == top))
+        else:
+            expected.append(min(o for _, o in members))
+    assert argmax_per_group(group, value, other, 7).tolist() == expected

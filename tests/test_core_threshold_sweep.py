@@ -86,6 +86,43 @@ def test_sweep_equals_a_full_evaluation_at_each_threshold(layers, matching):
             assert sweep[key][k] == pytest.approx(metrics[key]), (key, threshold)
 
 
+@st.composite
+def _pairs(draw):
+    n_ref, n_pred = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    cells = draw(st.lists(st.tuples(st.integers(0, n_ref - 1), st.integers(0, n_pred - 1)),
+                          max_size=20, unique=True))
+    cells.sort()
+    # IoUs from a few values, so that ties (and values on a threshold) are common
+    iou = [draw(st.sampled_from([0.05, 0.1, 0.3, 0.5, 0.5, 0.75, 0.95, 1.0])) for _ in cells]
+    coverage = [draw(st.sampled_from([0.0, 0.0, 0.3, 0.6, 1.0])) for _ in range(n_pred)]
+    return n_ref, n_pred, cells, iou, np.array(coverage)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_pairs())
+def test_one_greedy_pass_gives_the_greedy_matching_of_every_threshold(case):
+    from iou_evaluation.core.overlap import OverlapPairs
+    from iou_evaluation.core.threshold_sweep import threshold_sweep
+
+    n_ref, n_pred, cells, iou, coverage = case
+    ref = np.array([c[0] for c in cells], dtype=np.int64)
+    pred = np.array([c[1] for c in cells], dtype=np.int64)
+    pairs = OverlapPairs(ref, pred, np.ones(len(cells)), np.array(iou, dtype=float))
+    sweep = threshold_sweep(pairs, n_ref, n_pred, "one_to_one", coverage)
+    for k, threshold in enumerate(SWEEP_THRESHOLDS):
+        # The greedy rule written out: best IoU first, ties by reference then prediction.
+        ref_done, pred_done = set(), set()
+        for value, r, p in sorted(zip([-v for v in iou], ref.tolist(), pred.tolist())):
+            if -value >= threshold * (1 - 1e-9) and r not in ref_done and p not in pred_done:
+                ref_done.add(r)
+                pred_done.add(p)
+        ignored = [p not in pred_done and 0 < coverage[p] >= threshold * (1 - 1e-9)
+                   for p in range(n_pred)]
+        fp = sum(p not in pred_done and not ignored[p] for p in range(n_pred))
+        assert (sweep["count_tp"][k], sweep["count_fp"][k], sweep["count_fn"][k]) == (
+            len(ref_done), fp, n_ref - len(ref_done)), threshold
+
+
 def test_sweep_with_an_ignore_region_equals_a_full_evaluation():
     reference = [box(0, 0, 10, 10), box(50, 0, 60, 10)]
     ignore = [False, True]
