@@ -197,17 +197,84 @@ def conformal_proj4(middle_lon: float, lat_min: float, lat_max: float) -> str:
 
 def scale_factor(proj4: str):
     """The local scale factor k(x, y) of a conformal CRS (PROJ string), vectorised: a
-    callable taking float arrays of projected coordinates and returning k (float array)."""
+    callable taking float arrays of projected coordinates and returning k (float array).
+
+    For the CRSs of ``conformal_proj4`` (Mercator, polar stereographic true at the pole, on
+    WGS 84) k is computed in closed form from the projected coordinates
+    (``mercator_scale``, ``polar_stereographic_scale``); any other CRS asks PROJ (inverse
+    projection, then ``Proj.get_factors``). Non-finite or non-positive factors give inf.
+    """
+    params = dict(item.lstrip("+").partition("=")[::2] for item in proj4.split())
+    if params.get("datum") == "WGS84" and params.get("units") == "m" and not any(
+        params.get(key, "0") not in ("0", "0.0") for key in ("x_0", "y_0", "lat_ts", "k", "k_0")
+    ) and params.get("proj") == "merc":
+        return lambda x, y: _finite_scale(mercator_scale(y))
+    if (params.get("proj") == "stere" and params.get("datum") == "WGS84"
+            and params.get("units") == "m" and params.get("lat_0") in ("90", "-90")
+            and params.get("lat_ts") == params.get("lat_0")
+            and not any(params.get(key, "0") not in ("0", "0.0") for key in ("x_0", "y_0"))
+            and params.get("k", "1") in ("1", "1.0") and params.get("k_0", "1") in ("1", "1.0")):
+        return lambda x, y: _finite_scale(polar_stereographic_scale(x, y))
     proj = pyproj.Proj(proj4)
 
     def k(x, y):
         lon, lat = proj(np.asarray(x, dtype=float), np.asarray(y, dtype=float), inverse=True,
                         errcheck=False)
         factors = proj.get_factors(lon, lat, errcheck=False)
-        out = np.asarray(factors.parallel_scale, dtype=float)
-        return np.where(np.isfinite(out) & (out > 0), out, np.inf)
+        return _finite_scale(np.asarray(factors.parallel_scale, dtype=float))
 
     return k
+
+
+def _finite_scale(k):
+    return np.where(np.isfinite(k) & (k > 0), k, np.inf)
+
+
+#: WGS 84: semi-major axis (m), first eccentricity.
+_A = 6378137.0
+_E = float(np.sqrt((1.0 / 298.257223563) * (2.0 - 1.0 / 298.257223563)))
+
+#: Fixed-point steps for the colatitude from its conformal value: each step gains a factor
+#: of about e² (6.7e-3) in precision, so 8 steps reach double precision from any start.
+_LATITUDE_STEPS = 8
+
+
+def _colatitude(t):
+    """Geodetic colatitude θ = 90° - φ (radians, in [0, π]) from t = tan(θ'/2) of the
+    conformal colatitude θ' (t >= 0): the fixed point of
+    θ = 2 atan(t ((1 - e cos θ) / (1 + e cos θ))^(e/2)) (Snyder 1987, eq. 7-9, with the
+    colatitude in place of the latitude: no cancellation near the pole)."""
+    theta = 2.0 * np.arctan(t)
+    for _ in range(_LATITUDE_STEPS):
+        c = _E * np.cos(theta)
+        theta = 2.0 * np.arctan(t * ((1.0 - c) / (1.0 + c)) ** (0.5 * _E))
+    return theta
+
+
+def mercator_scale(y) -> np.ndarray:
+    """Scale factor of Mercator on WGS 84 (``+proj=merc``, true scale at the equator, no
+    false northing) at projected northings ``y`` (metres, float array): k = sqrt(1 - e² sin²
+    φ) / cos φ, φ the latitude of y (y = a ψ, ψ the isometric latitude, t = exp(-ψ)).
+    Source: Snyder 1987, Map Projections: A Working Manual, eqs. 7-9 and 7-8."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        theta = _colatitude(np.exp(-np.asarray(y, dtype=float) / _A))
+        c = _E * np.cos(theta)
+        return np.sqrt(1.0 - c * c) / np.sin(theta)
+
+
+def polar_stereographic_scale(x, y) -> np.ndarray:
+    """Scale factor of the polar stereographic projection on WGS 84, true scale at the pole
+    (``+proj=stere +lat_0=±90 +lat_ts=±90``, no false easting or northing), at projected
+    coordinates (metres, float arrays): k = ρ sqrt(1 - e² sin² φ) / (a cos φ), ρ the distance
+    from the pole, t = ρ sqrt((1 + e)^(1 + e) (1 - e)^(1 - e)) / (2 a); 1 at the pole.
+    The same for both poles (symmetry). Source: Snyder 1987, eqs. 21-33, 21-39 and 7-9."""
+    rho = np.hypot(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    c_e = np.sqrt((1.0 + _E) ** (1.0 + _E) * (1.0 - _E) ** (1.0 - _E))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        theta = _colatitude(rho * c_e / (2.0 * _A))
+        c = _E * np.cos(theta)
+        k = rho * np.sqrt(1.0 - c * c) / (_A * np.sin(theta))
+    return np.where(rho > 0, k, 1.0)
 
 
 def method_label(proj4: str) -> str:
