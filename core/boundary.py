@@ -913,83 +913,95 @@ def _span_candidates(search, pieces: _Pieces, length, query_group, spans):
     are within U), and when W' <= U, every row the piece's own search keeps (within U' <= W'
     of the piece, or at W') is within U of the span, so among them. A piece with W' > U
     (rare) is searched itself. Rows of a piece keep the span's order (not always the order
-    of the piece's own search: sums may differ in the last bit).
+    of the piece's own search: sums may differ in the last bit). The span's rows are handed
+    to its pieces in batches of at most ``_ROW_BUDGET`` (piece, row) pairs.
     """
-    grid, bounds, diag, cell = search
     m = len(pieces.pair)
     ends = np.append(spans[1:], m)
     span = _Pieces(pieces.x0[spans], pieces.y0[spans], pieces.x1[ends - 1],
                    pieces.y1[ends - 1], pieces.pair[spans])
     span_len = hypot(span.x1 - span.x0, span.y1 - span.y0)
     s_rows, s_kept = _piece_candidates(search, span, span_len, query_group[spans])
-    found = []
+    found, unsafe = [], []
     if len(s_kept):
-        # The span's bound U, from its rows (they hold the minimisers).
         starts = group_starts(s_rows.piece)
         n_rows = np.diff(np.append(starts, len(s_rows.piece)))
+        # The span's bound U, from its rows (they hold the minimisers).
         s_bound = np.minimum(
             np.minimum.reduceat(np.maximum(s_rows.d0, s_rows.d1), starts),
             0.5 * (np.minimum.reduceat(s_rows.d0, starts) + np.minimum.reduceat(s_rows.d1, starts)
                    + span_len[s_kept]))
-        # Every piece of a kept span, with each of the span's rows.
         per_span = (ends - spans)[s_kept]
-        piece = ranges(spans[s_kept], per_span)
-        of_span = group_ids(per_span)  # position in s_kept
-        rows_per_piece = n_rows[of_span]
-        row = ranges(starts[of_span], rows_per_piece)
-        entry = group_ids(rows_per_piece)  # position in ``piece``
-        seg = s_rows.seg[row]
-        del row
-        px0, py0 = pieces.x0[piece][entry], pieces.y0[piece][entry]
-        px1, py1 = pieces.x1[piece][entry], pieces.y1[piece][entry]
-        ax, ay, bx, by = bounds.rows_xy(seg)
-        d0, d1 = _end_distances(px0, py0, px1, py1, ax, ay, bx, by)
-        worst = np.maximum(d0, d1)
-        first = np.cumsum(rows_per_piece) - rows_per_piece
-        best_worst = np.minimum.reduceat(worst, first)
-        bound = np.minimum(best_worst, 0.5 * (np.minimum.reduceat(d0, first)
-                                              + np.minimum.reduceat(d1, first)
-                                              + length[piece]))
-        safe = best_worst <= s_bound[of_span]
-        # As in ``_search``: first by box, then exactly.
-        grow = bound + bounds.slack[pieces.pair[piece]]
-        limit = grow[entry]
-        box = bounds.rows_box(seg)
-        x0, y0, x1, y1 = pieces.x0[piece], pieces.y0[piece], pieces.x1[piece], pieces.y1[piece]
-        near = (
-            (box[0] <= np.where(safe, np.maximum(x0, x1) + grow, -np.inf)[entry])
-            & (box[2] >= (np.minimum(x0, x1) - grow)[entry])
-            & (box[1] <= (np.maximum(y0, y1) + grow)[entry])
-            & (box[3] >= (np.minimum(y0, y1) - grow)[entry])
-        )
-        del box, x0, y0, x1, y1
-        dmin = _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1,
-                                  np.where(near, limit, np.inf))
-        k = np.flatnonzero(near & ((dmin <= limit) | (worst == best_worst[entry])))
-        found.append(_Rows(piece[entry[k]], seg[k], d0[k], d1[k], dmin[k]))
-        del px0, py0, px1, py1, ax, ay, bx, by, d0, d1, worst, dmin, near, seg, entry, k
-        unsafe = piece[~safe]
-    else:
-        unsafe = np.zeros(0, np.int64)
+        for a, b in budget_splits(per_span * n_rows, _ROW_BUDGET):
+            rows, not_sure = _rows_of_span_pieces(
+                search[1], pieces, length, spans[s_kept[a:b]], per_span[a:b],
+                s_rows.seg, starts[a:b], n_rows[a:b], s_bound[a:b])
+            found.append(rows)
+            unsafe.append(not_sure)
+    rows = _concatenate_rows(found)
+    unsafe = np.concatenate(unsafe) if unsafe else np.zeros(0, np.int64)
     if len(unsafe):
-        rows, kept = _piece_candidates(search, pieces[unsafe], length[unsafe],
-                                       query_group[unsafe])
-        rows.piece = unsafe[kept][rows.piece]
-        found.append(rows)
-        if len(found) == 2 and len(found[0].piece) and len(found[1].piece):
-            # Both sets of rows, grouped by piece in increasing order (a stable sort).
-            both = _Rows(*(np.concatenate([getattr(a, f) for a in found])
-                           for f in ("piece", "seg", "d0", "d1", "dmin")))
-            found = [both[np.argsort(both.piece, kind="stable")]]
-    return _renumbered(found[0] if found else None, m)
+        own, kept = _piece_candidates(search, pieces[unsafe], length[unsafe],
+                                      query_group[unsafe])
+        own.piece = unsafe[kept][own.piece]
+        both = _concatenate_rows([rows, own])
+        rows = both[np.argsort(both.piece, kind="stable")]  # grouped by piece again
+    return _renumbered(rows, m)
+
+
+def _rows_of_span_pieces(bounds: _Boundaries, pieces: _Pieces, length, first, count,
+                         span_seg, span_start, span_rows, span_bound):
+    """The rows of the pieces of some spans (``first`` piece and ``count`` of pieces of each)
+    from the spans' rows (segments ``span_seg[span_start:span_start + span_rows]``, bound
+    ``span_bound``), kept as ``_search`` keeps them. Returns (rows of the pieces where that
+    is sure, grouped by piece; positions of the pieces where it is not)."""
+    piece = ranges(first, count)
+    of_span = group_ids(count)
+    rows_per_piece = span_rows[of_span]
+    entry = group_ids(rows_per_piece)  # position in ``piece``
+    seg = span_seg[ranges(span_start[of_span], rows_per_piece)]
+    px0, py0 = pieces.x0[piece][entry], pieces.y0[piece][entry]
+    px1, py1 = pieces.x1[piece][entry], pieces.y1[piece][entry]
+    ax, ay, bx, by = bounds.rows_xy(seg)
+    d0, d1 = _end_distances(px0, py0, px1, py1, ax, ay, bx, by)
+    worst = np.maximum(d0, d1)
+    at = np.cumsum(rows_per_piece) - rows_per_piece
+    best_worst = np.minimum.reduceat(worst, at)
+    bound = np.minimum(best_worst, 0.5 * (np.minimum.reduceat(d0, at)
+                                          + np.minimum.reduceat(d1, at) + length[piece]))
+    safe = best_worst <= span_bound[of_span]
+    # As in ``_search``: first by box (an empty box for the pieces not sure), then exactly.
+    grow = bound + bounds.slack[pieces.pair[piece]]
+    limit = grow[entry]
+    box = bounds.rows_box(seg)
+    x0, y0, x1, y1 = pieces.x0[piece], pieces.y0[piece], pieces.x1[piece], pieces.y1[piece]
+    near = box[0] <= np.where(safe, np.maximum(x0, x1) + grow, -np.inf)[entry]
+    near &= box[2] >= (np.minimum(x0, x1) - grow)[entry]
+    near &= box[1] <= (np.maximum(y0, y1) + grow)[entry]
+    near &= box[3] >= (np.minimum(y0, y1) - grow)[entry]
+    del box, x0, y0, x1, y1
+    dmin = _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1,
+                              np.where(near, limit, np.inf))
+    k = np.flatnonzero(near & ((dmin <= limit) | (worst == best_worst[entry])))
+    return _Rows(piece[entry[k]], seg[k], d0[k], d1[k], dmin[k]), piece[~safe]
+
+
+def _concatenate_rows(parts: list) -> _Rows:
+    """The rows of several parts, one after the other (no parts: no rows)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return _Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+                     np.zeros(0))
+    return _Rows(*(np.concatenate([getattr(p, f) for p in parts])
+                   for f in ("piece", "seg", "d0", "d1", "dmin")))
 
 
 def _renumbered(rows, m):
-    """Rows of pieces 0..m-1 (grouped by piece, or None) with their pieces renumbered among
+    """Rows of pieces 0..m-1 (grouped by piece) with their pieces renumbered among
     those that have rows, and those pieces' positions."""
-    if rows is None or len(rows.piece) == 0:
-        return _Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-                     np.zeros(0)), np.zeros(0, np.int64)
+    if len(rows.piece) == 0:
+        return rows, np.zeros(0, np.int64)
     counts = np.bincount(rows.piece, minlength=m)
     kept = np.flatnonzero(counts)
     rows.piece = group_ids(counts[kept])
