@@ -959,17 +959,75 @@ def _rows_of_span_pieces(bounds: _Boundaries, pieces: _Pieces, length, first, co
     of_span = group_ids(count)
     rows_per_piece = span_rows[of_span]
     entry = group_ids(rows_per_piece)  # position in ``piece``
-    seg = span_seg[ranges(span_start[of_span], rows_per_piece)]
+    row = ranges(span_start[of_span], rows_per_piece)  # position in ``span_seg``
+    # A row can be kept by a piece only within the span's bound of it (see the docstring):
+    # pieces farther along the span than that, by their projection, are not looked at.
+    reach = _span_reach(bounds, pieces, first, count, span_seg, span_start, span_rows,
+                        span_bound)
+    rank = piece - first[of_span]
+    del of_span, rows_per_piece
+    local = row - span_start[0]
+    at = rank[entry]
+    near = at >= reach[0][local]
+    near &= at <= reach[1][local]
+    near = np.flatnonzero(near)
+    entry, seg = entry[near], span_seg[row[near]]
+    del row, local, at, near, reach, rank
+    n_entries = np.bincount(entry, minlength=len(piece))
+    if not n_entries.all():  # not expected (the nearest segments are near): searched
+        unsure = n_entries == 0
+        take = np.flatnonzero(~unsure[entry])
+        entry, seg = (np.cumsum(~unsure) - 1)[entry[take]], seg[take]
+        rows, unsafe = _rows_of_span_pieces_near(bounds, pieces, length, piece[~unsure],
+                                                 entry, seg, span_bound[group_ids(count)][~unsure])
+        return rows, np.sort(np.concatenate([unsafe, piece[unsure]]))
+    return _rows_of_span_pieces_near(bounds, pieces, length, piece, entry, seg,
+                                     span_bound[group_ids(count)])
+
+
+def _span_reach(bounds: _Boundaries, pieces: _Pieces, first, count, span_seg, span_start,
+                span_rows, span_bound):
+    """For each row of the spans, the ranks (along its span) of the first and last piece
+    it can be within ``span_bound`` (+ twice the slack) of: from the projections of its
+    segment's ends on the span's line, widened by one piece each way for rounding.
+    Returns two int64 arrays, shape (sum of span_rows,)."""
+    last = first + count - 1
+    x0, y0 = pieces.x0[first], pieces.y0[first]
+    dx, dy = pieces.x1[last] - x0, pieces.y1[last] - y0
+    span_len = hypot(dx, dy)
+    ux, uy = dx / span_len, dy / span_len
+    step = span_len / count  # the pieces of a segment are equally long
+    of_row = group_ids(span_rows)
+    ax, ay, bx, by = bounds.rows_xy(span_seg[ranges(span_start, span_rows)])
+    ox, oy, ux, uy = x0[of_row], y0[of_row], ux[of_row], uy[of_row]
+    ta = (ax - ox) * ux + (ay - oy) * uy
+    tb = (bx - ox) * ux + (by - oy) * uy
+    margin = (span_bound + 2.0 * bounds.slack[pieces.pair[first]])[of_row]
+    h = step[of_row]
+    with np.errstate(invalid="ignore"):
+        lo = np.floor((np.minimum(ta, tb) - margin) / h) - 1
+        hi = np.floor((np.maximum(ta, tb) + margin) / h) + 1
+    # Not finite (not expected): every piece of the span.
+    lo = np.where(np.isfinite(lo), np.maximum(lo, 0), 0).astype(np.int64)
+    hi = np.where(np.isfinite(hi), np.minimum(hi, count[of_row] - 1),
+                  count[of_row] - 1).astype(np.int64)
+    return lo, hi
+
+
+def _rows_of_span_pieces_near(bounds: _Boundaries, pieces: _Pieces, length, piece, entry,
+                              seg, span_bound):
+    """``_rows_of_span_pieces`` once the rows near each piece are known: ``entry``
+    (position in ``piece``, grouped, every piece present) and ``seg`` of each."""
     px0, py0 = pieces.x0[piece][entry], pieces.y0[piece][entry]
     px1, py1 = pieces.x1[piece][entry], pieces.y1[piece][entry]
     ax, ay, bx, by = bounds.rows_xy(seg)
     d0, d1 = _end_distances(px0, py0, px1, py1, ax, ay, bx, by)
     worst = np.maximum(d0, d1)
-    at = np.cumsum(rows_per_piece) - rows_per_piece
+    at = group_starts(entry)
     best_worst = np.minimum.reduceat(worst, at)
     bound = np.minimum(best_worst, 0.5 * (np.minimum.reduceat(d0, at)
                                           + np.minimum.reduceat(d1, at) + length[piece]))
-    safe = best_worst <= span_bound[of_span]
+    safe = best_worst <= span_bound
     # As in ``_search``: first by box (an empty box for the pieces not sure), then exactly.
     grow = bound + bounds.slack[pieces.pair[piece]]
     limit = grow[entry]
