@@ -788,7 +788,9 @@ def _pair_distances(
 
     Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
     cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
-    by pair; then, block by block of pieces, the candidate search and the integration.
+    by pair; then, block by block of pieces, the candidate search and the integration. With
+    ``scale`` the pieces are short (``_SCALED_PIECE``): they are searched by spans as long as
+    the pieces without it (``_span_candidates``).
     """
     n = len(delta)
     seg_r, seg_p, target_r, target_p = segments
@@ -912,9 +914,11 @@ def _span_candidates(search, pieces: _Pieces, length, query_group, spans):
     rows' largest end distances W' are found among them (the nearest segments to its ends
     are within U), and when W' <= U, every row the piece's own search keeps (within U' <= W'
     of the piece, or at W') is within U of the span, so among them. A piece with W' > U
-    (rare) is searched itself. Rows of a piece keep the span's order (not always the order
-    of the piece's own search: sums may differ in the last bit). The span's rows are handed
-    to its pieces in batches of at most ``_ROW_BUDGET`` (piece, row) pairs.
+    (rare) is searched itself. (A piece's own search can keep a few rows more, when its last
+    radius missed the segment that sets W'; any rows that hold the nearest segments give the
+    same distances.) Rows of a piece keep the span's order (not always the order of the
+    piece's own search: sums may differ in the last bit). The span's rows are handed to its
+    pieces in batches of at most ``_ROW_BUDGET`` (piece, row) pairs.
     """
     m = len(pieces.pair)
     ends = np.append(spans[1:], m)

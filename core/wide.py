@@ -13,7 +13,10 @@ whichever's scale factor k changes least over the pair's latitudes (``conformal_
 Both are conformal: a short distance or length at a point is the projected one divided by k
 there (the same in every direction). Each piece of boundary (at most 1 km in the CRS, along
 which k changes by less than 2e-4) has its distances and length divided by k at its middle
-(``boundary.pair_boundary_distances(..., scale=)``).
+(``boundary.pair_boundary_distances(..., scale=)``). k is computed in closed form from the
+projected coordinates (``mercator_scale``, ``polar_stereographic_scale``; no PROJ call per
+piece), and every Mercator (whatever its central meridian) shares one k(y), both polar
+stereographic CRSs one k(ρ): the pairs of each kind are measured together (``scale_group``).
 
 Error bound (relative, first order): a distance D is off by at most g D / (2R), R ≈ 6371 km
 and g = R |∇ln k| the largest relative gradient of the scale over the pair's latitudes
