@@ -43,7 +43,7 @@ from .segments import (
     segment_distance,
     split_segments,
 )
-from .wide import method_label, scale_factor, to_conformal, wide_pairs
+from .wide import method_label, pairs_to_conformal, scale_factor, scale_group, wide_pairs
 
 #: Default sample spacing Δ in metres (``boundary_sample_spacing_m``).
 BOUNDARY_SAMPLE_SPACING_M = 1.0
@@ -343,6 +343,7 @@ def matched_distances_in_utm(
     pred_geoms = predicted.local[pi].copy()
     labels = np.full(len(ri), "", dtype=object)
     wide = np.zeros(len(ri), dtype=bool)
+    proj4 = np.full(len(ri), "", dtype=object)
     if reference.crs is not None:
         wide, proj4 = wide_pairs(reference.source[ri], reference.crs, predicted.source[pi],
                                  predicted.crs)
@@ -354,15 +355,22 @@ def matched_distances_in_utm(
             labels[sel] = f"EPSG:{int(code)}" if code else ""
     haus, mean, spacing = pair_boundary_distances(ref_geoms, pred_geoms, spacing_m, progress,
                                                   describe_pairs)
-    for crs in np.unique(proj4[wide]) if wide.any() else []:
-        sel = np.flatnonzero(wide & (proj4 == crs))
+    # Pairs whose CRSs share a scale factor (every Mercator, both polar stereographic) are
+    # measured in one call: the two cores then share the work of all of them.
+    groups = np.array([scale_group(crs) for crs in proj4[wide]], dtype=object)
+    for group in np.unique(groups) if len(groups) else []:
+        sel = np.flatnonzero(wide)[groups == group]
+        conformal_r, conformal_p = pairs_to_conformal(
+            reference.source[ri[sel]], reference.crs, predicted.source[pi[sel]],
+            predicted.crs, proj4[sel])
         haus[sel], mean[sel], spacing[sel] = pair_boundary_distances(
-            to_conformal(reference.source[ri[sel]], reference.crs, crs),
-            to_conformal(predicted.source[pi[sel]], predicted.crs, crs), spacing_m,
+            conformal_r, conformal_p, spacing_m,
             describe_pairs=None if describe_pairs is None else lambda k: describe_pairs(sel[k]),
-            scale=scale_factor(crs),
+            scale=scale_factor(proj4[sel[0]]),
         )
-        labels[sel] = method_label(crs)
+        del conformal_r, conformal_p
+        for crs in np.unique(proj4[sel]):
+            labels[sel[proj4[sel] == crs]] = method_label(crs)
     return PairDistances(haus, mean, spacing, zones, labels)
 
 
@@ -780,7 +788,9 @@ def _pair_distances(
 
     Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
     cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
-    by pair; then, block by block of pieces, the candidate search and the integration.
+    by pair; then, block by block of pieces, the candidate search and the integration. With
+    ``scale`` the pieces are short (``_SCALED_PIECE``): they are searched by spans as long as
+    the pieces without it (``_span_candidates``).
     """
     n = len(delta)
     seg_r, seg_p, target_r, target_p = segments
@@ -812,7 +822,7 @@ def _pair_distances(
         (fx0, fy0, fx1, fy1), f_owner, f_side = _framed_segments(seg_r, seg_p, frames)[:3]
         del seg_r, seg_p
     split = split_segments(fx0, fy0, fx1, fy1, piece_len[f_owner])
-    px0, py0, px1, py1, parent, _ = split
+    px0, py0, px1, py1, parent, sub = split
     # Grid groups: 2k holds the reference segments of pair k, 2k + 1 the predicted ones. The
     # grid cuts the segments at its cell size: the same cut as the pieces' when the cell is
     # the piece length (as with the default factors) and the targets are the pieces'
@@ -825,14 +835,17 @@ def _pair_distances(
         pieces = _Pieces(px0, py0, px1, py1, f_owner[parent])
     else:
         order = _by_pair(f_owner[parent], f_side[parent], n)
-        parent = parent[order]
+        parent, sub = parent[order], sub[order]
         pieces = _Pieces(px0[order], py0[order], px1[order], py1[order], f_owner[parent])
         del order
     query_group = 2 * pieces.pair + 1 - f_side[parent]
-    del px0, py0, px1, py1, parent, f_owner, f_side, fx0, fy0, fx1, fy1
+    spans = None
     if scale is not None:
         pieces.weight = 1.0 / scale(0.5 * (pieces.x0 + pieces.x1) + frames.lo_x[pieces.pair],
                                     0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
+        spans = _spans(pieces, parent, sub,
+                       np.maximum(_PIECE_FACTOR * mean_len, cell) // _SCALED_PIECE)
+    del px0, py0, px1, py1, parent, sub, f_owner, f_side, fx0, fy0, fx1, fy1
 
     integral, h_low = np.zeros(n), np.zeros(n)
     # With a large pair the rows per piece are not known: a first block of a few pieces
@@ -840,14 +853,22 @@ def _pair_distances(
     n_pieces, start = len(pieces.pair), 0
     block_size = _FIRST_PIECE_BLOCK if n_segs.max() > _COARSE_MIN_SEGMENTS else _PIECE_BLOCK
     while start < n_pieces:
-        block = np.arange(start, min(start + block_size, n_pieces))
+        end = min(start + block_size, n_pieces)
+        if spans is not None and end < n_pieces:  # whole spans
+            edges = np.append(spans, n_pieces)
+            end = int(max(edges[np.searchsorted(edges, end)],
+                          edges[np.searchsorted(edges, start, "right")]))
+        block = np.arange(start, end)
         part = pieces[block]
         length = hypot(part.x1 - part.x0, part.y1 - part.y0)
-        first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[part.pair],
-                                  frames.diag[part.pair])
-        rows, kept = _initial_candidates(grid, bounds, part, length, query_group[block],
-                                         first_radius, frames.diag)
-        del length, first_radius
+        search = (grid, bounds, frames.diag, cell)
+        if spans is None:
+            rows, kept = _piece_candidates(search, part, length, query_group[block])
+        else:
+            block_spans = spans[np.searchsorted(spans, start):np.searchsorted(spans, end)]
+            rows, kept = _span_candidates(search, part, length, query_group[block],
+                                          block_spans - start)
+        del length
         for piece_range, row_range in _row_blocks(rows.piece, _REFINE_ROWS):
             if len(row_range) < len(rows.seg):
                 sub = rows[row_range]
@@ -863,6 +884,190 @@ def _pair_distances(
         start += len(block)
         del rows, kept, part
     return integral, h_low
+
+
+def _piece_candidates(search, pieces: _Pieces, length, query_group):
+    """``_initial_candidates`` of pieces, first searched within half their length and
+    ``_FIRST_MARGIN`` cells around them. ``search``: (grid, bounds, diag, cell)."""
+    grid, bounds, diag, cell = search
+    first_radius = np.minimum(0.5 * length + _FIRST_MARGIN * cell[pieces.pair],
+                              diag[pieces.pair])
+    return _initial_candidates(grid, bounds, pieces, length, query_group, first_radius, diag)
+
+
+def _spans(pieces: _Pieces, segment, rank, per_span) -> np.ndarray:
+    """First piece of each span: runs of at most ``per_span[pair]`` (>= 1) consecutive
+    pieces of one segment (``segment``, ``rank``: the segment of each piece and its rank
+    along it, from ``split_segments``). Returns int64 positions, increasing, from 0."""
+    per = np.maximum(per_span, 1).astype(np.int64)[pieces.pair]
+    return np.flatnonzero(run_starts(segment) | run_starts(rank // per))
+
+
+def _span_candidates(search, pieces: _Pieces, length, query_group, spans):
+    """``_piece_candidates`` of short pieces (those of a scale factor, ``_SCALED_PIECE``),
+    the same rows in a fraction of the time: each span of pieces (``spans``: first piece of
+    each, a run along one segment, ``_spans``) is searched as one piece, and each of its
+    pieces takes the span's rows that a search of the piece itself would keep.
+
+    Why the same rows: the span's rows hold every segment within U of the span (U its
+    bound, at least the distance anywhere on it); a piece's bound U' and the least of its
+    rows' largest end distances W' are found among them (the nearest segments to its ends
+    are within U), and when W' <= U, every row the piece's own search keeps (within U' <= W'
+    of the piece, or at W') is within U of the span, so among them. A piece with W' > U
+    (rare) is searched itself. (A piece's own search can keep a few rows more, when its last
+    radius missed the segment that sets W'; any rows that hold the nearest segments give the
+    same distances.) Rows of a piece keep the span's order (not always the order of the
+    piece's own search: sums may differ in the last bit). The span's rows are handed to its
+    pieces in batches of at most ``_ROW_BUDGET`` (piece, row) pairs.
+    """
+    m = len(pieces.pair)
+    ends = np.append(spans[1:], m)
+    span = _Pieces(pieces.x0[spans], pieces.y0[spans], pieces.x1[ends - 1],
+                   pieces.y1[ends - 1], pieces.pair[spans])
+    span_len = hypot(span.x1 - span.x0, span.y1 - span.y0)
+    s_rows, s_kept = _piece_candidates(search, span, span_len, query_group[spans])
+    found, unsafe = [], []
+    if len(s_kept):
+        starts = group_starts(s_rows.piece)
+        n_rows = np.diff(np.append(starts, len(s_rows.piece)))
+        # The span's bound U, from its rows (they hold the minimisers).
+        s_bound = np.minimum(
+            np.minimum.reduceat(np.maximum(s_rows.d0, s_rows.d1), starts),
+            0.5 * (np.minimum.reduceat(s_rows.d0, starts) + np.minimum.reduceat(s_rows.d1, starts)
+                   + span_len[s_kept]))
+        per_span = (ends - spans)[s_kept]
+        for a, b in budget_splits(per_span * n_rows, _ROW_BUDGET):
+            rows, not_sure = _rows_of_span_pieces(
+                search[1], pieces, length, spans[s_kept[a:b]], per_span[a:b],
+                s_rows.seg, starts[a:b], n_rows[a:b], s_bound[a:b])
+            found.append(rows)
+            unsafe.append(not_sure)
+    rows = _concatenate_rows(found)
+    unsafe = np.concatenate(unsafe) if unsafe else np.zeros(0, np.int64)
+    if len(unsafe):
+        own, kept = _piece_candidates(search, pieces[unsafe], length[unsafe],
+                                      query_group[unsafe])
+        own.piece = unsafe[kept][own.piece]
+        both = _concatenate_rows([rows, own])
+        rows = both[np.argsort(both.piece, kind="stable")]  # grouped by piece again
+    return _renumbered(rows, m)
+
+
+def _rows_of_span_pieces(bounds: _Boundaries, pieces: _Pieces, length, first, count,
+                         span_seg, span_start, span_rows, span_bound):
+    """The rows of the pieces of some spans (``first`` piece and ``count`` of pieces of each)
+    from the spans' rows (segments ``span_seg[span_start:span_start + span_rows]``, bound
+    ``span_bound``), kept as ``_search`` keeps them. Returns (rows of the pieces where that
+    is sure, grouped by piece; positions of the pieces where it is not)."""
+    piece = ranges(first, count)
+    of_span = group_ids(count)
+    rows_per_piece = span_rows[of_span]
+    entry = group_ids(rows_per_piece)  # position in ``piece``
+    row = ranges(span_start[of_span], rows_per_piece)  # position in ``span_seg``
+    # A row can be kept by a piece only within the span's bound of it (see the docstring):
+    # pieces farther along the span than that, by their projection, are not looked at.
+    reach = _span_reach(bounds, pieces, first, count, span_seg, span_start, span_rows,
+                        span_bound)
+    rank = piece - first[of_span]
+    del of_span, rows_per_piece
+    local = row - span_start[0]
+    at = rank[entry]
+    near = at >= reach[0][local]
+    near &= at <= reach[1][local]
+    near = np.flatnonzero(near)
+    entry, seg = entry[near], span_seg[row[near]]
+    del row, local, at, near, reach, rank
+    n_entries = np.bincount(entry, minlength=len(piece))
+    if not n_entries.all():  # not expected (the nearest segments are near): searched
+        unsure = n_entries == 0
+        take = np.flatnonzero(~unsure[entry])
+        entry, seg = (np.cumsum(~unsure) - 1)[entry[take]], seg[take]
+        rows, unsafe = _rows_of_span_pieces_near(bounds, pieces, length, piece[~unsure],
+                                                 entry, seg, span_bound[group_ids(count)][~unsure])
+        return rows, np.sort(np.concatenate([unsafe, piece[unsure]]))
+    return _rows_of_span_pieces_near(bounds, pieces, length, piece, entry, seg,
+                                     span_bound[group_ids(count)])
+
+
+def _span_reach(bounds: _Boundaries, pieces: _Pieces, first, count, span_seg, span_start,
+                span_rows, span_bound):
+    """For each row of the spans, the ranks (along its span) of the first and last piece
+    it can be within ``span_bound`` (+ twice the slack) of: from the projections of its
+    segment's ends on the span's line, widened by one piece each way for rounding.
+    Returns two int64 arrays, shape (sum of span_rows,)."""
+    last = first + count - 1
+    x0, y0 = pieces.x0[first], pieces.y0[first]
+    dx, dy = pieces.x1[last] - x0, pieces.y1[last] - y0
+    span_len = hypot(dx, dy)
+    ux, uy = dx / span_len, dy / span_len
+    step = span_len / count  # the pieces of a segment are equally long
+    of_row = group_ids(span_rows)
+    ax, ay, bx, by = bounds.rows_xy(span_seg[ranges(span_start, span_rows)])
+    ox, oy, ux, uy = x0[of_row], y0[of_row], ux[of_row], uy[of_row]
+    ta = (ax - ox) * ux + (ay - oy) * uy
+    tb = (bx - ox) * ux + (by - oy) * uy
+    margin = (span_bound + 2.0 * bounds.slack[pieces.pair[first]])[of_row]
+    h = step[of_row]
+    with np.errstate(invalid="ignore"):
+        lo = np.floor((np.minimum(ta, tb) - margin) / h) - 1
+        hi = np.floor((np.maximum(ta, tb) + margin) / h) + 1
+    # Not finite (not expected): every piece of the span.
+    lo = np.where(np.isfinite(lo), np.maximum(lo, 0), 0).astype(np.int64)
+    hi = np.where(np.isfinite(hi), np.minimum(hi, count[of_row] - 1),
+                  count[of_row] - 1).astype(np.int64)
+    return lo, hi
+
+
+def _rows_of_span_pieces_near(bounds: _Boundaries, pieces: _Pieces, length, piece, entry,
+                              seg, span_bound):
+    """``_rows_of_span_pieces`` once the rows near each piece are known: ``entry``
+    (position in ``piece``, grouped, every piece present) and ``seg`` of each."""
+    px0, py0 = pieces.x0[piece][entry], pieces.y0[piece][entry]
+    px1, py1 = pieces.x1[piece][entry], pieces.y1[piece][entry]
+    ax, ay, bx, by = bounds.rows_xy(seg)
+    d0, d1 = _end_distances(px0, py0, px1, py1, ax, ay, bx, by)
+    worst = np.maximum(d0, d1)
+    at = group_starts(entry)
+    best_worst = np.minimum.reduceat(worst, at)
+    bound = np.minimum(best_worst, 0.5 * (np.minimum.reduceat(d0, at)
+                                          + np.minimum.reduceat(d1, at) + length[piece]))
+    safe = best_worst <= span_bound
+    # As in ``_search``: first by box (an empty box for the pieces not sure), then exactly.
+    grow = bound + bounds.slack[pieces.pair[piece]]
+    limit = grow[entry]
+    box = bounds.rows_box(seg)
+    x0, y0, x1, y1 = pieces.x0[piece], pieces.y0[piece], pieces.x1[piece], pieces.y1[piece]
+    near = box[0] <= np.where(safe, np.maximum(x0, x1) + grow, -np.inf)[entry]
+    near &= box[2] >= (np.minimum(x0, x1) - grow)[entry]
+    near &= box[1] <= (np.maximum(y0, y1) + grow)[entry]
+    near &= box[3] >= (np.minimum(y0, y1) - grow)[entry]
+    del box, x0, y0, x1, y1
+    dmin = _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1,
+                              np.where(near, limit, np.inf))
+    k = np.flatnonzero(near & ((dmin <= limit) | (worst == best_worst[entry])))
+    return _Rows(piece[entry[k]], seg[k], d0[k], d1[k], dmin[k]), piece[~safe]
+
+
+def _concatenate_rows(parts: list) -> _Rows:
+    """The rows of several parts, one after the other (no parts: no rows)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return _Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+                     np.zeros(0))
+    return _Rows(*(np.concatenate([getattr(p, f) for p in parts])
+                   for f in ("piece", "seg", "d0", "d1", "dmin")))
+
+
+def _renumbered(rows, m):
+    """Rows of pieces 0..m-1 (grouped by piece) with their pieces renumbered among
+    those that have rows, and those pieces' positions."""
+    if len(rows.piece) == 0:
+        return rows, np.zeros(0, np.int64)
+    counts = np.bincount(rows.piece, minlength=m)
+    kept = np.flatnonzero(counts)
+    rows.piece = group_ids(counts[kept])
+    return rows, kept
 
 
 def _row_blocks(row_piece: np.ndarray, budget: int):

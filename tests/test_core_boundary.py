@@ -531,3 +531,41 @@ def test_pair_distances_report_progress_and_can_be_canceled(monkeypatch):
     with pytest.raises(EvaluationCanceled):
         matched_distances_in_utm(zoned_layer(a, None), zoned_layer(b, None), np.arange(30),
                                  np.arange(30), 1.0, progress=cancel)
+
+
+def test_spans_of_short_pieces_give_what_each_piece_searched_alone_gives(monkeypatch):
+    # With a scale factor the pieces are at most 500 m; their candidates are searched once per
+    # span of pieces along a segment and handed to the pieces (boundary._span_candidates).
+    # The same distances as when every piece is its own span (searched alone), and some
+    # pieces are not sure from their span and searched alone (the second path is run).
+    from iou_evaluation.core import boundary
+
+    rng = np.random.default_rng(7)
+    angles = np.sort(rng.uniform(0, 2 * np.pi, 40))
+    radii = 20_000 + rng.normal(0, 1500, 40)
+    a = shapely.Polygon(np.column_stack([radii * np.cos(angles), radii * np.sin(angles)]))
+    b = shapely.Point(800, -300).buffer(20_000, 16)
+    star = shapely.Polygon([(0, 0), (30_000, 2_000), (4_000, 5_000), (2_000, 30_000),
+                            (-3_000, 4_000)])
+    ref = np.array([a, star, b], dtype=object)
+    pred = np.array([b, star.buffer(700, 2), a], dtype=object)
+
+    def scale(x, y):
+        return 1.0 + 1e-5 * (np.asarray(x) / 1000.0) ** 2 + 3e-6 * np.asarray(y) / 1000.0
+
+    unsure = []
+    original = boundary._piece_candidates
+
+    def counted(search, pieces, length, query_group):
+        unsure.append(len(length))
+        return original(search, pieces, length, query_group)
+
+    monkeypatch.setattr(boundary, "_piece_candidates", counted)
+    spans = pair_boundary_distances(ref, pred, 1.0, scale=scale)
+    searches = len(unsure)
+    monkeypatch.setattr(boundary, "_spans", lambda pieces, *_: np.arange(len(pieces.pair)))
+    alone = pair_boundary_distances(ref, pred, 1.0, scale=scale)
+    assert searches >= 2  # the spans, then the pieces not sure from them
+    for x, y in zip(spans, alone):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    assert np.all(spans[0] > 0)

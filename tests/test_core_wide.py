@@ -109,3 +109,47 @@ def test_wide_pairs_detected_from_a_projected_crs():
     wide, proj4 = wide_pairs(np.array([poly]), mercator, np.array([poly]), mercator)
     assert wide.tolist() == [True]
     assert proj4[0].startswith("+proj=merc +lon_0=0 ")
+
+
+@pytest.mark.parametrize(
+    "proj4, lat_range",
+    [
+        ("+proj=merc +lon_0=20 +datum=WGS84 +units=m +no_defs", (-89.5, 89.5)),
+        ("+proj=stere +lat_0=90 +lat_ts=90 +lon_0=0 +datum=WGS84 +units=m +no_defs", (-60, 90)),
+        ("+proj=stere +lat_0=-90 +lat_ts=-90 +lon_0=0 +datum=WGS84 +units=m +no_defs",
+         (-90, 60)),
+    ],
+)
+def test_closed_form_scale_factor_agrees_with_proj_and_with_the_latitude_formula(
+    proj4, lat_range
+):
+    """The scale factor from projected coordinates (no PROJ call) against PROJ's
+    get_factors (numerical derivatives: 4e-10) and against the closed forms in the latitude
+    (Snyder 1987: Mercator sqrt(1 - e² sin² φ) / cos φ; polar stereographic ρ / (a m))."""
+    from iou_evaluation.core.wide import scale_factor
+
+    rng = np.random.default_rng(1)
+    lon = rng.uniform(-180, 180, 20_000)
+    lat = rng.uniform(*lat_range, 20_000)
+    proj = pyproj.Proj(proj4)
+    x, y = proj(lon, lat)
+    k = scale_factor(proj4)(x, y)
+    np.testing.assert_allclose(k, proj.get_factors(lon, lat).parallel_scale, rtol=1e-9)
+    a, f = 6378137.0, 1 / 298.257223563
+    e2 = f * (2 - f)
+    e = np.sqrt(e2)
+    phi = np.radians(lat)
+    if "merc" in proj4:
+        expected = np.sqrt(1 - e2 * np.sin(phi) ** 2) / np.cos(phi)
+    else:
+        if "lat_0=-90" in proj4:
+            phi = -phi  # the south pole's projection mirrors the north pole's
+        t = np.tan(np.pi / 4 - phi / 2) / ((1 - e * np.sin(phi)) / (1 + e * np.sin(phi))) ** (
+            e / 2)
+        rho = 2 * a * t / np.sqrt((1 + e) ** (1 + e) * (1 - e) ** (1 - e))
+        expected = np.where(phi >= np.radians(89.999999), 1.0,
+                            rho * np.sqrt(1 - e2 * np.sin(phi) ** 2) / (a * np.cos(phi)))
+        far = phi < np.radians(89.99)
+        k, expected = k[far], expected[far]
+    np.testing.assert_allclose(k, expected, rtol=1e-12)
+    assert scale_factor(proj4)(np.zeros(1), np.zeros(1))[0] == pytest.approx(1.0, abs=1e-15)
