@@ -286,7 +286,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
 
     if lonlat_area is not None:
         return _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs,
-                             equal_area_crs, lonlat_area)
+                             equal_area_crs, lonlat_area, name)
     if reproject:
         step = densify_step(crs)
         dense = geoms
@@ -315,7 +315,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
 
 
 def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area_crs,
-                  lonlat_area) -> _Chunk:
+                  lonlat_area, name) -> _Chunk:
     """The rest of ``_prepare_chunk`` for ``lonlat_area``: bring the (unwrapped, repaired)
     rows to longitude/latitude on the equal-area CRS's datum, cut them at the antimeridian,
     measure them exactly, project their vertices as they are.
@@ -356,8 +356,8 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
         projected = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
-            f"The layer's CRS {crs_label(crs)} cannot be transformed to the equal-area CRS "
-            f"{crs_label(equal_area_crs)}: {exc}"
+            f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
+            f"CRS {crs_label(equal_area_crs)}: {exc}"
         ) from None
     _drop(projected, reason, shapely.is_missing(projected) & ~shapely.is_missing(lonlat),
           "not_projectable")
