@@ -103,12 +103,16 @@ class LonLatArea:
             lon, lat = np.meshgrid(lon, lat)
             x, y = to_map.transform(lon.ravel(), lat.ravel(), errcheck=True)
             x0_, y0_ = to_map.transform(0.0, 0.0, errcheck=True)
-            x1_, _ = to_map.transform(half_turn / 2, 0.0, errcheck=True)
+            # x = a·k0·(λ - λ0) + x0: a·k0 from two points a degree apart on the equator
+            # (two such pairs: PROJ wraps x half a turn from λ0, which one pair may straddle).
+            step = half_turn / 180.0
+            scales = [(to_map.transform(base + step, 0.0, errcheck=True)[0]
+                       - to_map.transform(base, 0.0, errcheck=True)[0]) / math.radians(1.0)
+                      for base in (0.0, half_turn / 2)]
         except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError, ValueError,
                 ZeroDivisionError):
             return None
-        # x = a·k0·(λ - λ0) + x0: read a·k0 and the offset from two points on the equator.
-        scale = (x1_ - x0_) / (math.pi / 2)
+        scale = max(scales)
         if not np.isfinite(scale) or scale <= 0:
             return None
         k0 = scale / a

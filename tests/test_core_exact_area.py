@@ -41,8 +41,9 @@ def projected_area(geom, crs, piece_deg=None, target=EA):
 def test_cylindrical_equal_area_crss_are_recognised_and_others_not():
     assert AREA is not None
     assert LonLatArea.for_crs(pyproj.CRS("ESRI:54034")) is not None  # World Cylindrical EA
-    assert LonLatArea.for_crs(pyproj.CRS("+proj=cea +lat_ts=45 +lon_0=20 +x_0=1000 "
-                                         "+ellps=GRS80")) is not None
+    for lon_0 in (20, -150, -179.5, 179.9):
+        assert LonLatArea.for_crs(pyproj.CRS(f"+proj=cea +lat_ts=45 +lon_0={lon_0} +x_0=1000 "
+                                             "+ellps=GRS80")) is not None, lon_0
     for other in ("EPSG:5070", "EPSG:3035", "EPSG:32633", "EPSG:4326", "EPSG:3857"):
         assert LonLatArea.for_crs(pyproj.CRS(other)) is None, other
     assert LonLatArea.for_crs(None) is None
