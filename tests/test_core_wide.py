@@ -153,3 +153,34 @@ def test_closed_form_scale_factor_agrees_with_proj_and_with_the_latitude_formula
         k, expected = k[far], expected[far]
     np.testing.assert_allclose(k, expected, rtol=1e-12)
     assert scale_factor(proj4)(np.zeros(1), np.zeros(1))[0] == pytest.approx(1.0, abs=1e-15)
+
+
+def test_wide_pairs_of_several_crss_measured_together_equal_each_pair_alone():
+    """Pairs in Mercator CRSs of different central meridians (and both polar stereographic
+    CRSs) share a scale factor and are measured in one call; the predictions here are in
+    another CRS than the references (each side transformed on its own). Each pair's values
+    and CRS label are those of the pair measured alone."""
+    mercator = pyproj.CRS("EPSG:3857")
+    to = pyproj.Transformer.from_crs(WGS84, mercator, always_xy=True)
+
+    def in_mercator(poly):
+        return shapely.transform(poly, lambda xy: np.column_stack(to.transform(xy[:, 0],
+                                                                                xy[:, 1])))
+
+    bands = [(-60.0, 60.0, 10.0, 20.0), (100.0, 170.0, -30.0, 20.0), (-60.0, 60.0, 40.0, 50.0),
+             (-80.0, -30.0, -55.0, -35.0), (15.0, 15.01, 50.0, 50.01)]
+    ref = np.array([band(*b, step=0.25 if b[1] - b[0] > 1 else 0.005) for b in bands],
+                   dtype=object)
+    pred = np.array([in_mercator(shapely.affinity.translate(r, 0.0, 0.02)) for r in ref],
+                    dtype=object)
+    together = matched_distances_in_utm(zoned_layer(ref, WGS84), zoned_layer(pred, mercator),
+                                        np.arange(5), np.arange(5), 1.0)
+    assert len(set(together.distance_crs[:4])) == 4  # two Mercator, both polar
+    assert together.distance_crs[4].startswith("EPSG:")
+    for k in range(5):
+        alone = matched_distances_in_utm(zoned_layer(ref[k:k + 1], WGS84),
+                                         zoned_layer(pred[k:k + 1], mercator), [0], [0], 1.0)
+        assert alone.distance_crs[0] == together.distance_crs[k]
+        assert alone.hausdorff_m[0] == pytest.approx(together.hausdorff_m[k], rel=1e-12)
+        assert alone.mean_distance_m[0] == pytest.approx(together.mean_distance_m[k], rel=1e-12)
+        assert together.mean_distance_m[k] > 1000
