@@ -353,7 +353,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
         if beyond.any():
             lonlat[beyond] = split_at_antimeridian(lonlat[beyond], half_turn)
         _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
-        projected = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+        projected = _drop_non_finite(_lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The layer's CRS {crs_label(crs)} cannot be transformed to the equal-area CRS "
@@ -370,6 +370,38 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
     _drop(projected, reason, zero, "zero_area")
     lonlat[zero] = None
     return _Chunk(reason, source, projected, area, repaired, lonlat)
+
+
+def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
+    """The vertices of longitude/latitude polygons (object array, shape (n,), cut at ±180°)
+    projected by PROJ to the equal-area CRS, the polygons cut where that CRS's world ends
+    (its central meridian ± 180°, the same cut when it is 0°): every part lies within the
+    world extent, rather than spanning it from one edge to the other (a field across 80° W
+    in "+proj=cea +lon_0=100"). Returns a new object array, shape (n,)."""
+    half_turn = _half_turn(lonlat_area.lonlat_crs)
+    center = lonlat_area.central_meridian
+    geoms = lonlat
+    if center != 0.0:
+        present = ~shapely.is_missing(lonlat)
+        bounds = np.full((len(lonlat), 4), np.nan)
+        bounds[present] = shapely.bounds(lonlat[present])
+        with np.errstate(invalid="ignore"):
+            rows = np.flatnonzero((bounds[:, 0] < center - half_turn)
+                                  | (bounds[:, 2] > center + half_turn))
+        if len(rows):
+            geoms = lonlat.copy()
+            moved = shapely.transform(lonlat[rows], lambda c: c - [center, 0.0])
+            geoms[rows] = shapely.transform(split_at_antimeridian(moved, half_turn),
+                                            lambda c: c + [center, 0.0])
+    to_map = transformer_between(lonlat_area.lonlat_crs, equal_area_crs)
+
+    def transform(c):
+        if len(c) == 0:
+            return c
+        x, y = to_map.transform(c[:, 0], c[:, 1], errcheck=False)
+        return np.column_stack([lonlat_area.unwrap_easting(c[:, 0], np.asarray(x)), y])
+
+    return shapely.transform(geoms, transform)
 
 
 def polygonal_parts(geoms: np.ndarray) -> np.ndarray:
