@@ -273,8 +273,8 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
     reproject = equal_area_crs is not None
     if reproject and crs.is_geographic:
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
-        # the world that repair would "fix" into something else.
-        geoms = unwrap_antimeridian(geoms, _half_turn(crs))
+        # the world that repair would "fix" into something else (in a collection too).
+        geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), _half_turn(crs))
     geoms, invalid = _repair(geoms)
     geoms = polygonal_parts(geoms)
     missing = shapely.is_missing(geoms)
@@ -402,6 +402,31 @@ def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) 
         return np.column_stack([lonlat_area.unwrap_easting(c[:, 0], np.asarray(x)), y])
 
     return shapely.transform(geoms, transform)
+
+
+def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:
+    """GeometryCollections (nested ones too) replaced by a MultiPolygon of their polygons, or
+    None when they hold none; other rows unchanged. Object array, shape (n,), in and out.
+    The parts are not merged: repair does that, after ``unwrap_antimeridian``."""
+    rows = np.flatnonzero(shapely.get_type_id(geoms) == COLLECTION)
+    if len(rows) == 0:
+        return geoms
+    out = geoms.copy()
+    parts, row = shapely.get_parts(geoms[rows], return_index=True)
+    for _ in range(4):  # as exact_area._polygons: collections nest rarely
+        nested = np.isin(shapely.get_type_id(parts), (MULTIPOLYGON, COLLECTION))
+        if not nested.any():
+            break
+        inner, at = shapely.get_parts(parts[nested], return_index=True)
+        row = np.concatenate([row[~nested], row[nested][at]])
+        parts = np.concatenate([parts[~nested], inner])
+    keep = (shapely.get_type_id(parts) == POLYGON) & ~shapely.is_empty(parts)
+    out[rows] = None
+    if keep.any():
+        has, compact = np.unique(row[keep], return_inverse=True)
+        order = np.argsort(compact, kind="stable")
+        out[rows[has]] = shapely.multipolygons(parts[keep][order], indices=compact[order])
+    return out
 
 
 def polygonal_parts(geoms: np.ndarray) -> np.ndarray:

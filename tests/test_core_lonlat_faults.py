@@ -72,3 +72,32 @@ def test_a_cylindrical_equal_area_crs_centred_west_of_90w_is_recognised(central)
     box = (central + 1, 10, central + 3, 12)
     got = area(np.array([shapely.box(*box)], dtype=object))[0]
     assert got == pytest.approx(rectangle_area(box, crs), rel=1e-10)
+
+
+def test_a_collection_holding_a_field_across_the_antimeridian_is_not_a_band_round_the_world():
+    """Before: collections skipped the unwrapping, so the polygon jumping from 179° to -179°
+    was read as a band from -179° to 179° (IoU 0.006 with the field it is)."""
+    jump = shapely.Polygon([(179, 0), (-179, 0), (-179, 1), (179, 1)])
+    collection = shapely.GeometryCollection([jump, shapely.Point(0, 0)])
+    ea = pyproj.CRS("EPSG:6933")
+    expected = rectangle_area((179, 0, 180, 1), ea) + rectangle_area((-180, 0, -179, 1), ea)
+    layer = prepared([collection], ea)
+    assert layer.area_m2[0] == pytest.approx(expected, rel=1e-10)
+    assert layer.n_repaired == 1  # a collection reduced to its polygons is counted
+    result = evaluate([collection], [shapely.box(179, 0, 181, 1)], predicted_crs=WGS84,
+                      reference_crs=WGS84)
+    assert result.metrics["count_tp"] == 1 and result.metrics["iou_mean"] == 1.0
+
+
+def test_polygons_of_a_nested_collection_are_kept():
+    """Before: a collection inside a collection was dropped with its polygons."""
+    nested = shapely.GeometryCollection([
+        shapely.GeometryCollection([shapely.box(0, 0, 1, 1)]),
+        shapely.MultiPolygon([shapely.box(2, 0, 3, 1)]),
+        shapely.LineString([(0, 0), (3, 3)]),
+    ])
+    ea = pyproj.CRS("EPSG:6933")
+    expected = rectangle_area((0, 0, 1, 1), ea) + rectangle_area((2, 0, 3, 1), ea)
+    assert prepared([nested], ea).area_m2[0] == pytest.approx(expected, rel=1e-10)
+    only_lines = shapely.GeometryCollection([shapely.LineString([(0, 0), (1, 1)])])
+    assert list(prepared([only_lines], ea).drop_reason) == ["not_polygonal"]
