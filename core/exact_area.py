@@ -152,12 +152,15 @@ class LonLatArea:
         """PROJ's eastings ``x`` (m) of longitudes ``lon`` (any shape), moved by whole turns to
         run on from the central meridian: longitudes in [λ0 - 180°, λ0 + 180°] get eastings in
         the CRS's world extent (PROJ gives λ0 + 180° the easting of λ0 - 180°, and 100° the
-        easting of 460°)."""
+        easting of 460°). Non-finite eastings are returned as they are."""
         continuous = (self._a * self._k0 * self._unit * (np.asarray(lon) - self.central_meridian)
                       + self._x_central)
         world = self.world_width
         with np.errstate(invalid="ignore"):
-            return x + np.round((continuous - x) / world) * world
+            turns = np.round((continuous - x) / world)
+        # Infinite x (PROJ's mark of a point it cannot map) stays as it is, not NaN: the
+        # closing point of a ring must stay equal to its first.
+        return x + np.where(np.isfinite(turns), turns, 0.0) * world
 
     def northing(self, lat: np.ndarray) -> np.ndarray:
         """y (m) of latitudes in the geodetic CRS's unit (Snyder 10-15 with 3-12)."""

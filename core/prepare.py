@@ -586,8 +586,8 @@ def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(coords) > 1:
         # Length of the step into each coordinate from the one before it in the same row
         # (0 for a row's first), then the largest per row (rows are contiguous and sorted).
-        step = np.diff(coords, axis=0)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: rows dropped anyway
+            step = np.diff(coords, axis=0)
             length = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1])
         length = np.r_[0.0, np.where(index[1:] == index[:-1], length, 0.0)]
         starts = group_starts(index)

@@ -101,3 +101,15 @@ def test_polygons_of_a_nested_collection_are_kept():
     assert prepared([nested], ea).area_m2[0] == pytest.approx(expected, rel=1e-10)
     only_lines = shapely.GeometryCollection([shapely.LineString([(0, 0), (1, 1)])])
     assert list(prepared([only_lines], ea).drop_reason) == ["not_polygonal"]
+
+
+@pytest.mark.parametrize("proj", ["EPSG:6933", "+proj=cea +lon_0=100 +datum=WGS84"])
+def test_latitudes_beyond_the_poles_are_dropped_and_counted(proj):
+    """Before: the eastings PROJ cannot give (inf) became NaN, a ring's last point no longer
+    equalled its first, and GEOS raised (qgis_process failed on such a row)."""
+    crs = pyproj.CRS(proj)
+    rows = [shapely.Polygon([(5, 95), (6, 95), (6, 96)]), shapely.box(0, -91, 1, -80),
+            shapely.box(178, 85, 182, 90.5), shapely.box(0, 0, 1, 1)]
+    layer = prepared(rows, crs)
+    assert list(layer.drop_reason) == ["not_projectable"] * 3 + [""]
+    assert layer.area_m2[0] == pytest.approx(rectangle_area((0, 0, 1, 1), crs), rel=1e-10)
