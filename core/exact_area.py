@@ -72,10 +72,20 @@ class LonLatArea:
     """
 
     def __init__(self, lonlat_crs: pyproj.CRS, a: float, e2: float, k0: float,
-                 x0: float, y0: float, unit_rad: float):
+                 x0: float, y0: float, unit_rad: float, central_meridian: float = 0.0,
+                 x_central: float = 0.0):
         self.lonlat_crs = lonlat_crs
         self._a, self._e2, self._k0 = a, e2, k0
         self._x0, self._y0, self._unit = x0, y0, unit_rad
+        #: λ0, in the geodetic CRS's unit: the CRS's world runs from λ0 - 180° to λ0 + 180°
+        #: (where PROJ wraps x), not from -180° to 180° unless λ0 = 0.
+        self.central_meridian = central_meridian
+        self._x_central = x_central  # x of the central meridian (the false easting)
+
+    @property
+    def world_width(self) -> float:
+        """Width (m) of the CRS's world along x: one full turn of longitude."""
+        return 2.0 * math.pi * self._a * self._k0
 
     @classmethod
     def for_crs(cls, equal_area_crs: pyproj.CRS | None) -> LonLatArea | None:
@@ -103,20 +113,24 @@ class LonLatArea:
             lon, lat = np.meshgrid(lon, lat)
             x, y = to_map.transform(lon.ravel(), lat.ravel(), errcheck=True)
             x0_, y0_ = to_map.transform(0.0, 0.0, errcheck=True)
-            # x = a·k0·(λ - λ0) + x0: a·k0 from two points a degree apart on the equator
-            # (two such pairs: PROJ wraps x half a turn from λ0, which one pair may straddle).
-            step = half_turn / 180.0
-            scales = [(to_map.transform(base + step, 0.0, errcheck=True)[0]
-                       - to_map.transform(base, 0.0, errcheck=True)[0]) / math.radians(1.0)
-                      for base in (0.0, half_turn / 2)]
+            central = _central_meridian(equal_area_crs) / unit_rad
+            xc_, _ = to_map.transform(central, 0.0, errcheck=True)
+            x1_, _ = to_map.transform(central + half_turn / 2, 0.0, errcheck=True)
+            west, _ = to_map.transform(central - 0.999 * half_turn, 0.0, errcheck=True)
+            east, _ = to_map.transform(central + 0.999 * half_turn, 0.0, errcheck=True)
         except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError, ValueError,
                 ZeroDivisionError):
             return None
-        scale = max(scales)
+        # x = a·k0·(λ - λ0) + x0: read a·k0 from two points on the equator, a quarter turn
+        # apart from the central meridian on (from 0° on, PROJ wraps x for λ0 < -90°).
+        scale = (x1_ - xc_) / (math.pi / 2)
         if not np.isfinite(scale) or scale <= 0:
             return None
         k0 = scale / a
-        probe = cls(lonlat, a, e2, k0, x0_, 0.0, unit_rad)
+        probe = cls(lonlat, a, e2, k0, x0_, 0.0, unit_rad, central, xc_)
+        # PROJ's x must run without a wrap from λ0 - 180° to λ0 + 180° (λ0 read right).
+        if not abs((east - west) / (2 * 0.999 * math.pi * scale) - 1.0) < 1e-9:
+            return None
         y_formula = probe.northing(lat.ravel())
         probe._y0 = y0_ - float(probe.northing(np.array([0.0]))[0])
         # PROJ wraps x half a turn from the central meridian; the formula runs on (areas do
@@ -133,6 +147,20 @@ class LonLatArea:
     def easting(self, lon: np.ndarray) -> np.ndarray:
         """x (m) of longitudes in the geodetic CRS's unit (λ0 is in the offset x0)."""
         return self._a * self._k0 * (np.asarray(lon) * self._unit) + self._x0
+
+    def unwrap_easting(self, lon: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """PROJ's eastings ``x`` (m) of longitudes ``lon`` (any shape), moved by whole turns to
+        run on from the central meridian: longitudes in [λ0 - 180°, λ0 + 180°] get eastings in
+        the CRS's world extent (PROJ gives λ0 + 180° the easting of λ0 - 180°, and 100° the
+        easting of 460°). Non-finite eastings are returned as they are."""
+        continuous = (self._a * self._k0 * self._unit * (np.asarray(lon) - self.central_meridian)
+                      + self._x_central)
+        world = self.world_width
+        with np.errstate(invalid="ignore"):
+            turns = np.round((continuous - x) / world)
+        # Infinite x (PROJ's mark of a point it cannot map) stays as it is, not NaN: the
+        # closing point of a ring must stay equal to its first.
+        return x + np.where(np.isfinite(turns), turns, 0.0) * world
 
     def northing(self, lat: np.ndarray) -> np.ndarray:
         """y (m) of latitudes in the geodetic CRS's unit (Snyder 10-15 with 3-12)."""
@@ -194,6 +222,14 @@ class LonLatArea:
         t = start[:, None] + step[:, None] * _NODES[None, :]
         piece_mean = self.northing(t) @ _WEIGHTS
         return np.bincount(edge, weights=piece_mean, minlength=len(dlat)) / pieces
+
+
+def _central_meridian(crs: pyproj.CRS) -> float:
+    """The CRS's longitude of natural origin (EPSG parameter 8802) in radians, 0 if absent."""
+    for param in crs.coordinate_operation.params:
+        if param.code == "8802" or param.name.lower() == "longitude of natural origin":
+            return float(param.value) * float(param.unit_conversion_factor)
+    return 0.0
 
 
 def _polygons(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -273,8 +273,8 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
     reproject = equal_area_crs is not None
     if reproject and crs.is_geographic:
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
-        # the world that repair would "fix" into something else.
-        geoms = unwrap_antimeridian(geoms, _half_turn(crs))
+        # the world that repair would "fix" into something else (in a collection too).
+        geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), _half_turn(crs))
     geoms, invalid = _repair(geoms)
     geoms = polygonal_parts(geoms)
     missing = shapely.is_missing(geoms)
@@ -353,7 +353,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
         if beyond.any():
             lonlat[beyond] = split_at_antimeridian(lonlat[beyond], half_turn)
         _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
-        projected = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+        projected = _drop_non_finite(_lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
@@ -370,6 +370,63 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
     _drop(projected, reason, zero, "zero_area")
     lonlat[zero] = None
     return _Chunk(reason, source, projected, area, repaired, lonlat)
+
+
+def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
+    """The vertices of longitude/latitude polygons (object array, shape (n,), cut at ±180°)
+    projected by PROJ to the equal-area CRS, the polygons cut where that CRS's world ends
+    (its central meridian ± 180°, the same cut when it is 0°): every part lies within the
+    world extent, rather than spanning it from one edge to the other (a field across 80° W
+    in "+proj=cea +lon_0=100"). Returns a new object array, shape (n,)."""
+    half_turn = _half_turn(lonlat_area.lonlat_crs)
+    center = lonlat_area.central_meridian
+    geoms = lonlat
+    if center != 0.0:
+        present = ~shapely.is_missing(lonlat)
+        bounds = np.full((len(lonlat), 4), np.nan)
+        bounds[present] = shapely.bounds(lonlat[present])
+        with np.errstate(invalid="ignore"):
+            rows = np.flatnonzero((bounds[:, 0] < center - half_turn)
+                                  | (bounds[:, 2] > center + half_turn))
+        if len(rows):
+            geoms = lonlat.copy()
+            moved = shapely.transform(lonlat[rows], lambda c: c - [center, 0.0])
+            geoms[rows] = shapely.transform(split_at_antimeridian(moved, half_turn),
+                                            lambda c: c + [center, 0.0])
+    to_map = transformer(lonlat_area.lonlat_crs, equal_area_crs)
+
+    def transform(c):
+        if len(c) == 0:
+            return c
+        x, y = to_map.transform(c[:, 0], c[:, 1], errcheck=False)
+        return np.column_stack([lonlat_area.unwrap_easting(c[:, 0], np.asarray(x)), y])
+
+    return shapely.transform(geoms, transform)
+
+
+def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:
+    """GeometryCollections (nested ones too) replaced by a MultiPolygon of their polygons, or
+    None when they hold none; other rows unchanged. Object array, shape (n,), in and out.
+    The parts are not merged: repair does that, after ``unwrap_antimeridian``."""
+    rows = np.flatnonzero(shapely.get_type_id(geoms) == COLLECTION)
+    if len(rows) == 0:
+        return geoms
+    out = geoms.copy()
+    parts, row = shapely.get_parts(geoms[rows], return_index=True)
+    for _ in range(4):  # as exact_area._polygons: collections nest rarely
+        nested = np.isin(shapely.get_type_id(parts), (MULTIPOLYGON, COLLECTION))
+        if not nested.any():
+            break
+        inner, at = shapely.get_parts(parts[nested], return_index=True)
+        row = np.concatenate([row[~nested], row[nested][at]])
+        parts = np.concatenate([parts[~nested], inner])
+    keep = (shapely.get_type_id(parts) == POLYGON) & ~shapely.is_empty(parts)
+    out[rows] = None
+    if keep.any():
+        has, compact = np.unique(row[keep], return_inverse=True)
+        order = np.argsort(compact, kind="stable")
+        out[rows[has]] = shapely.multipolygons(parts[keep][order], indices=compact[order])
+    return out
 
 
 def polygonal_parts(geoms: np.ndarray) -> np.ndarray:
@@ -529,8 +586,8 @@ def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(coords) > 1:
         # Length of the step into each coordinate from the one before it in the same row
         # (0 for a row's first), then the largest per row (rows are contiguous and sorted).
-        step = np.diff(coords, axis=0)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: rows dropped anyway
+            step = np.diff(coords, axis=0)
             length = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1])
         length = np.r_[0.0, np.where(index[1:] == index[:-1], length, 0.0)]
         starts = group_starts(index)

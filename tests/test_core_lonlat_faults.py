@@ -1,0 +1,115 @@
+"""Bad and unusual data through the longitude/latitude way (``prepare_layer(...,
+lonlat_area=...)``, core/exact_area.py): faults found by trying to break it, pinned.
+
+Expected values come from PROJ (the corners of a meridian/parallel box are a rectangle in a
+cylindrical equal-area CRS, and moving a box along the parallels moves its rectangle along x)
+or from hand formulas, never from our own output.
+"""
+
+import numpy as np
+import pyproj
+import pytest
+import shapely
+from iou_evaluation.core import evaluate
+from iou_evaluation.core.exact_area import LonLatArea, lonlat_area_for
+from iou_evaluation.core.prepare import prepare_layer
+
+WGS84 = pyproj.CRS("EPSG:4326")
+
+
+def rectangle_area(box, crs):
+    """Area of the rectangle PROJ gives a longitude/latitude box's corners in ``crs``."""
+    to_map = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+    x0, y0 = to_map.transform(box[0], box[1])
+    x1, y1 = to_map.transform(box[2], box[3])
+    return abs((x1 - x0) * (y1 - y0))
+
+
+def half_world_m(crs, central_meridian):
+    """Half the width of a cylindrical CRS's world: twice PROJ's quarter turn on the equator."""
+    to_map = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+    xc, _ = to_map.transform(central_meridian, 0.0)
+    xq, _ = to_map.transform(central_meridian + 90.0, 0.0)
+    return 2.0 * (xq - xc), xc
+
+
+def prepared(geoms, crs):
+    return prepare_layer(geoms, WGS84, crs, "reference", lonlat_area=lonlat_area_for([WGS84], crs))
+
+
+@pytest.mark.parametrize("proj, central, field, same_shape", [
+    # A field across 80° W, where "+proj=cea +lon_0=100" wraps x (its own antimeridian).
+    ("+proj=cea +lon_0=100 +lat_ts=45 +datum=WGS84", 100.0, (-82, 0, -78, 1), (98, 0, 102, 1)),
+    # A Pacific-centred CRS: a field across Greenwich sits at both ends of its world.
+    ("+proj=cea +lon_0=180 +lat_ts=30 +datum=WGS84", 180.0, (-2, 40, 2, 41), (178, 40, 182, 41)),
+])
+def test_a_field_across_the_equal_area_crs_own_antimeridian_is_cut_there(
+        proj, central, field, same_shape):
+    """Before: the projected vertices ran from one edge of the world to the other (a band 180
+    times the field's area), and evaluate warned that the CRS "does not preserve area"."""
+    crs = pyproj.CRS(proj)
+    expected = rectangle_area(same_shape, crs)  # the projection is a translation along x
+    layer = prepared([shapely.box(*field)], crs)
+    assert layer.area_m2[0] == pytest.approx(expected, rel=1e-10)
+    assert shapely.area(layer.geometries[0]) == pytest.approx(expected, rel=1e-9)
+    half, xc = half_world_m(crs, central)
+    bounds = shapely.bounds(layer.geometries[0])
+    assert xc - half * (1 + 1e-12) <= bounds[0] and bounds[2] <= xc + half * (1 + 1e-12)
+    assert shapely.get_num_geometries(layer.geometries[0]) == 2  # one part at each edge
+    result = evaluate([shapely.box(*field)], [shapely.box(*field)], predicted_crs=WGS84,
+                      reference_crs=WGS84, equal_area_crs=crs)
+    assert result.metrics["count_tp"] == 1 and result.metrics["iou_mean"] == 1.0
+    assert not any("does not preserve area" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("central", [-180.0, -150.0, -91.0])
+def test_a_cylindrical_equal_area_crs_centred_west_of_90w_is_recognised(central):
+    """Before: a·k0 was read from x(90°) - x(0°), and PROJ wraps x(90°) for λ0 < -90°: the
+    CRS was not recognised and its layers took the densified way."""
+    crs = pyproj.CRS(f"+proj=cea +lon_0={central} +datum=WGS84")
+    area = LonLatArea.for_crs(crs)
+    assert area is not None
+    box = (central + 1, 10, central + 3, 12)
+    got = area(np.array([shapely.box(*box)], dtype=object))[0]
+    assert got == pytest.approx(rectangle_area(box, crs), rel=1e-10)
+
+
+def test_a_collection_holding_a_field_across_the_antimeridian_is_not_a_band_round_the_world():
+    """Before: collections skipped the unwrapping, so the polygon jumping from 179° to -179°
+    was read as a band from -179° to 179° (IoU 0.006 with the field it is)."""
+    jump = shapely.Polygon([(179, 0), (-179, 0), (-179, 1), (179, 1)])
+    collection = shapely.GeometryCollection([jump, shapely.Point(0, 0)])
+    ea = pyproj.CRS("EPSG:6933")
+    expected = rectangle_area((179, 0, 180, 1), ea) + rectangle_area((-180, 0, -179, 1), ea)
+    layer = prepared([collection], ea)
+    assert layer.area_m2[0] == pytest.approx(expected, rel=1e-10)
+    assert layer.n_repaired == 1  # a collection reduced to its polygons is counted
+    result = evaluate([collection], [shapely.box(179, 0, 181, 1)], predicted_crs=WGS84,
+                      reference_crs=WGS84)
+    assert result.metrics["count_tp"] == 1 and result.metrics["iou_mean"] == 1.0
+
+
+def test_polygons_of_a_nested_collection_are_kept():
+    """Before: a collection inside a collection was dropped with its polygons."""
+    nested = shapely.GeometryCollection([
+        shapely.GeometryCollection([shapely.box(0, 0, 1, 1)]),
+        shapely.MultiPolygon([shapely.box(2, 0, 3, 1)]),
+        shapely.LineString([(0, 0), (3, 3)]),
+    ])
+    ea = pyproj.CRS("EPSG:6933")
+    expected = rectangle_area((0, 0, 1, 1), ea) + rectangle_area((2, 0, 3, 1), ea)
+    assert prepared([nested], ea).area_m2[0] == pytest.approx(expected, rel=1e-10)
+    only_lines = shapely.GeometryCollection([shapely.LineString([(0, 0), (1, 1)])])
+    assert list(prepared([only_lines], ea).drop_reason) == ["not_polygonal"]
+
+
+@pytest.mark.parametrize("proj", ["EPSG:6933", "+proj=cea +lon_0=100 +datum=WGS84"])
+def test_latitudes_beyond_the_poles_are_dropped_and_counted(proj):
+    """Before: the eastings PROJ cannot give (inf) became NaN, a ring's last point no longer
+    equalled its first, and GEOS raised (qgis_process failed on such a row)."""
+    crs = pyproj.CRS(proj)
+    rows = [shapely.Polygon([(5, 95), (6, 95), (6, 96)]), shapely.box(0, -91, 1, -80),
+            shapely.box(178, 85, 182, 90.5), shapely.box(0, 0, 1, 1)]
+    layer = prepared(rows, crs)
+    assert list(layer.drop_reason) == ["not_projectable"] * 3 + [""]
+    assert layer.area_m2[0] == pytest.approx(rectangle_area((0, 0, 1, 1), crs), rel=1e-10)
