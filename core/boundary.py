@@ -43,7 +43,14 @@ from .segments import (
     segment_distance,
     split_segments,
 )
-from .wide import method_label, pairs_to_conformal, scale_factor, scale_group, wide_pairs
+from .wide import (
+    method_label,
+    pairs_to_conformal,
+    scale_factor,
+    scale_group,
+    to_crs_in_parts,
+    wide_pairs,
+)
 
 #: Default sample spacing Δ in metres (``boundary_sample_spacing_m``).
 BOUNDARY_SAMPLE_SPACING_M = 1.0
@@ -252,13 +259,10 @@ def zoned_layer(source, crs: pyproj.CRS | None, epsg=None) -> ZonedLayer:
         zones = np.asarray(epsg, dtype=np.int64).reshape(-1)
         if zones.shape != geoms.shape:
             raise ValueError(f"epsg must have shape {geoms.shape}, got {zones.shape}")
-    local = np.array(geoms, dtype=object, copy=True)
-    for code in np.unique(zones):
-        if code == 0:
-            local[zones == 0] = None
-            continue
-        sel = np.flatnonzero(zones == code)
-        local[sel] = to_crs(geoms[sel], crs, utm_crs(int(code)))
+    # Zone by zone, in parts on both cores (``wide.to_crs_in_parts``); no zone: None.
+    zoned = np.flatnonzero(zones != 0)
+    local = np.full(len(geoms), None, dtype=object)
+    local[zoned] = to_crs_in_parts(geoms[zoned], crs, zones[zoned], lambda code: utm_crs(code))
     return ZonedLayer(geoms, crs, zones, local)
 
 

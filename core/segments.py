@@ -500,11 +500,12 @@ def regime_cuts(tau0, alpha, seg_len, length):
     # In place: fewer temporaries.
     ca = np.negative(tau0)
     cb = np.subtract(seg_len, tau0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ca /= alpha
         cb /= alpha
     # With alpha = ±0 the regime is the same all along: the cuts are ±inf, clipped to an end,
-    # or 0/0 = NaN when x(s) stays level with a, which fmax turns into 0.
+    # or 0/0 = NaN when x(s) stays level with a, which fmax turns into 0 (a subnormal alpha
+    # overflows to ±inf alike).
     for c in (ca, cb):
         np.fmax(c, 0.0, out=c)
         np.fmin(c, length, out=c)

@@ -36,6 +36,7 @@ import pyproj
 import shapely
 
 from .crs import to_crs
+from .parallel import run_chunks
 
 #: Pairs whose longitudes span more than this (degrees) are measured here: a UTM zone.
 WIDE_LONGITUDE_DEG = 6.0
@@ -331,6 +332,45 @@ def to_conformal(geometries, crs: pyproj.CRS, proj4: str) -> np.ndarray:
     return to_crs(np.asarray(geometries, dtype=object), crs, pyproj.CRS.from_proj4(proj4))
 
 
+#: Reprojections of many geometries run in parts of about this many vertices, on both
+#: cores (PROJ's transformation releases the GIL).
+_TRANSFORM_VERTICES = 100_000
+
+
+def to_crs_in_parts(geometries, source: pyproj.CRS, keys, crs_of) -> np.ndarray:
+    """Each geometry transformed vertex by vertex from ``source`` to its own CRS.
+
+    Args:
+        geometries: object array, shape (n,) (None allowed).
+        source: their CRS.
+        keys: array, shape (n,), of hashable, sortable keys (EPSG codes, PROJ strings): the
+            target of each geometry.
+        crs_of: callable(key) -> pyproj.CRS.
+    Returns:
+        object array, shape (n,): the geometries in their targets (each vertex transformed
+        as ``crs.to_crs`` does; the parts change nothing but the time).
+    """
+    geoms = np.asarray(geometries, dtype=object).reshape(-1)
+    keys = np.asarray(keys).reshape(-1)
+    out = np.empty(len(geoms), dtype=object)
+    parts = []
+    for key in np.unique(keys) if len(keys) else []:
+        sel = np.flatnonzero(keys == key)
+        total = np.cumsum(shapely.get_num_coordinates(geoms[sel]))
+        cuts = np.searchsorted(total, np.arange(_TRANSFORM_VERTICES, int(total[-1]),
+                                                _TRANSFORM_VERTICES), side="right")
+        edges = np.unique(np.r_[0, cuts, len(sel)])
+        parts += [(key, sel[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    targets = {key: crs_of(key) for key in {part[0] for part in parts}}
+
+    def run(part):
+        key, sel = part
+        out[sel] = to_crs(geoms[sel], source, targets[key])
+
+    run_chunks(run, parts)
+    return out
+
+
 def pairs_to_conformal(reference, reference_crs: pyproj.CRS, predicted,
                        predicted_crs: pyproj.CRS, proj4) -> tuple[np.ndarray, np.ndarray]:
     """Each pair's two polygons transformed vertex by vertex to its conformal CRS.
@@ -340,18 +380,19 @@ def pairs_to_conformal(reference, reference_crs: pyproj.CRS, predicted,
         proj4: object array, shape (n,): the PROJ string of each pair (``wide_pairs``).
     Returns:
         ``(reference, predicted)``: object arrays, shape (n,). With one source CRS, both
-        sides of the pairs of one CRS are transformed in one call.
+        sides are transformed together (``to_crs_in_parts``: on both cores).
     """
     ref = np.asarray(reference, dtype=object).reshape(-1)
     pred = np.asarray(predicted, dtype=object).reshape(-1)
-    proj4 = np.asarray(proj4, dtype=object).reshape(-1)
-    out_r, out_p = np.empty(len(ref), dtype=object), np.empty(len(pred), dtype=object)
-    for crs in np.unique(proj4) if len(proj4) else []:
-        sel = np.flatnonzero(proj4 == crs)
-        if reference_crs == predicted_crs:
-            both = to_conformal(np.concatenate([ref[sel], pred[sel]]), reference_crs, crs)
-            out_r[sel], out_p[sel] = both[:len(sel)], both[len(sel):]
-        else:
-            out_r[sel] = to_conformal(ref[sel], reference_crs, crs)
-            out_p[sel] = to_conformal(pred[sel], predicted_crs, crs)
-    return out_r, out_p
+    keys = np.asarray(proj4, dtype=object).reshape(-1).astype(str)
+    n = len(ref)
+
+    def crs_of(key):
+        return pyproj.CRS.from_proj4(str(key))
+
+    if reference_crs == predicted_crs:
+        both = to_crs_in_parts(np.concatenate([ref, pred]), reference_crs,
+                               np.concatenate([keys, keys]), crs_of)
+        return both[:n], both[n:]
+    return (to_crs_in_parts(ref, reference_crs, keys, crs_of),
+            to_crs_in_parts(pred, predicted_crs, keys, crs_of))
