@@ -113,3 +113,17 @@ def test_latitudes_beyond_the_poles_are_dropped_and_counted(proj):
     layer = prepared(rows, crs)
     assert list(layer.drop_reason) == ["not_projectable"] * 3 + [""]
     assert layer.area_m2[0] == pytest.approx(rectangle_area((0, 0, 1, 1), crs), rel=1e-10)
+
+
+def test_a_pacific_centred_equal_area_crs_raises_no_false_area_warning():
+    """Before: the check reprojected the projected vertices to EPSG:6933, where a field across
+    180° (inside "+proj=cea +lon_0=180") or a cap round the pole became a band round the world:
+    "does not preserve area ... by up to 99 %" (or 1e18 %). A sphere is still flagged: its
+    zones differ from the WGS 84 ellipsoid's by up to 0.3 % (more than the 0.01 % allowed)."""
+    fields = [shapely.box(178, -18, 182, -16), shapely.box(-180, 80, 180, 90)]
+    kwargs = dict(predicted_crs=WGS84, reference_crs=WGS84)
+    result = evaluate(fields, fields, equal_area_crs="+proj=cea +lon_0=180 +datum=WGS84", **kwargs)
+    assert result.metrics["count_tp"] == 2
+    assert not any("does not preserve area" in w for w in result.warnings)
+    sphere = evaluate(fields, fields, equal_area_crs="+proj=cea +lon_0=180 +R=6371000", **kwargs)
+    assert any("does not preserve area" in w for w in sphere.warnings)
