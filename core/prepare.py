@@ -59,6 +59,10 @@ _CHUNK_ROWS = 10_000
 #: cut by vertices too).
 _CHUNK_VERTICES = 100_000
 
+#: Longitudes are read modulo a turn up to this many turns from 0° (beyond, the doubles no
+#: longer resolve a field, and the rows are not projectable).
+MAX_LONGITUDE_TURNS = 1000
+
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
 
@@ -67,7 +71,8 @@ _REPAIR_PASSES = 2
 #: line or collection without polygons; non_finite: a NaN or infinite coordinate; zero_area:
 #: no positive finite area once repaired (collapsed slivers, zero-width boxes, polygons
 #: thinner than ``SLIVER_RELATIVE_WIDTH`` of their coordinates);
-#: not_projectable: coordinates the transformation to the equal-area CRS cannot map.
+#: not_projectable: coordinates the transformation to the equal-area CRS cannot map (in a
+#: geographic CRS: latitudes beyond ±90°, longitudes spanning more than a full turn).
 DROP_REASONS = ("null", "empty", "not_polygonal", "non_finite", "zero_area", "not_projectable")
 
 
@@ -272,6 +277,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
 
     reproject = equal_area_crs is not None
     if reproject and crs.is_geographic:
+        _drop(geoms, reason, _off_the_globe(geoms, _half_turn(crs)), "not_projectable")
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
         # the world that repair would "fix" into something else (in a collection too).
         geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), _half_turn(crs))
@@ -402,6 +408,22 @@ def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) 
         return np.column_stack([lonlat_area.unwrap_easting(c[:, 0], np.asarray(x)), y])
 
     return shapely.transform(geoms, transform)
+
+
+def _off_the_globe(geoms: np.ndarray, half_turn: float) -> np.ndarray:
+    """Boolean mask, shape (n,), of longitude/latitude geometries no projection can map: a
+    latitude beyond ±90°, longitudes spanning more than a full turn (a ring wound round the
+    world more than once has no one area) or beyond ``MAX_LONGITUDE_TURNS`` turns."""
+    off = np.zeros(len(geoms), dtype=bool)
+    present = np.flatnonzero(~shapely.is_missing(geoms))
+    if len(present) == 0:
+        return off
+    west, south, east, north = shapely.bounds(geoms[present]).T
+    turn = 2.0 * half_turn
+    with np.errstate(invalid="ignore", over="ignore"):
+        off[present] = ((np.maximum(-south, north) > half_turn / 2) | (east - west > turn)
+                        | (np.maximum(-west, east) > MAX_LONGITUDE_TURNS * turn))
+    return off
 
 
 def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:

@@ -127,3 +127,20 @@ def test_a_pacific_centred_equal_area_crs_raises_no_false_area_warning():
     assert not any("does not preserve area" in w for w in result.warnings)
     sphere = evaluate(fields, fields, equal_area_crs="+proj=cea +lon_0=180 +R=6371000", **kwargs)
     assert any("does not preserve area" in w for w in sphere.warnings)
+
+
+@pytest.mark.parametrize("equal_area_crs", ["EPSG:6933", "EPSG:5070"])  # both ways
+def test_coordinates_off_the_globe_are_dropped_and_counted(equal_area_crs):
+    """Before: a latitude of 1e300 made the densification raise (GEOS "Tolerance is too small"),
+    a longitude of 1e300 overflowed the antimeridian bands (numpy "negative dimensions"), and
+    box(-700, 0, 700, 1), wound round the world four times, crashed the boundary distances."""
+    bad = [shapely.box(0, 0, 1, 1e300), shapely.box(0, 0, 1e300, 1),
+           shapely.box(-700, 0, 700, 1), shapely.box(-1e9, 0, 1e9, 1)]
+    good = [shapely.box(539, 0, 541, 1), shapely.box(-100, 40, -99, 41)]  # 540° is 180°
+    result = evaluate(bad + good, good, predicted_crs=WGS84, reference_crs=WGS84,
+                      equal_area_crs=equal_area_crs)
+    assert list(result.predicted.drop_reason) == ["not_projectable"] * 4 + ["", ""]
+    assert result.metrics["count_tp"] == 2 and result.metrics["iou_mean"] == 1.0
+    if equal_area_crs == "EPSG:6933":  # a cylinder: box(539, 0, 541, 1) is box(-1, 0, 1, 1)
+        expected = rectangle_area((-1, 0, 1, 1), pyproj.CRS(equal_area_crs))
+        assert result.predicted.area_m2[0] == pytest.approx(expected, rel=1e-10)
