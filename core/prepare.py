@@ -20,6 +20,10 @@ pole before the cut (a polar stereographic square round the South Pole gets its 
 A ring drawn in longitude/latitude round a pole encloses the pole nearer its mean latitude; a
 cap drawn flat, box(-180, 80, 180, 90), is read as drawn. Not handled: a boundary through the
 pole itself, and edges spanning more than half the world's longitudes (read the short way).
+Rows no projection can map (a latitude beyond ±90°, longitudes spanning more than a full turn)
+are dropped as not projectable. In a cylindrical equal-area CRS centred off Greenwich
+(+proj=cea +lon_0=100) the projected parts are cut where that CRS's world ends (80° W), not at
+±180°.
 """
 
 from __future__ import annotations
