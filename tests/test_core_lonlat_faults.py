@@ -144,3 +144,21 @@ def test_coordinates_off_the_globe_are_dropped_and_counted(equal_area_crs):
     if equal_area_crs == "EPSG:6933":  # a cylinder: box(539, 0, 541, 1) is box(-1, 0, 1, 1)
         expected = rectangle_area((-1, 0, 1, 1), pyproj.CRS(equal_area_crs))
         assert result.predicted.area_m2[0] == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("proj, field", [
+    ("EPSG:8859", (-31, 64, -29, 65)),  # Equal Earth Asia-Pacific (150° E): its world ends at 30° W
+    ("EPSG:5070", (-180, 80, 180, 90)),  # Conus Albers (96° W): a cap round the pole
+    ("+proj=cea +lon_0=100 +datum=WGS84", (-82, 0, -78, 1)),
+])
+def test_the_densified_way_cuts_where_the_equal_area_crs_world_ends(proj, field):
+    """The densified way (``lonlat_area=None``: other equal-area CRSs, projected layers).
+    Before: cut at ±180° whatever the CRS's central meridian, so a field across 30° W in
+    EPSG:8859 measured 1.9e12 m² instead of 8.0e9 (a band round the world), and a polar cap
+    in EPSG:5070 was 16 % too large (or dropped). Every CRS here is equal-area on the WGS 84
+    (or GRS80) ellipsoid: the area is the EPSG:6933 rectangle of PROJ's corners."""
+    ring = shapely.Polygon([(lon, field[1]) for lon in range(-180, 180, 10)]) \
+        if field[2] - field[0] == 360 else shapely.box(*field)
+    layer = prepare_layer([ring], WGS84, pyproj.CRS(proj), "reference")
+    expected = rectangle_area(field, pyproj.CRS("EPSG:6933"))
+    assert layer.area_m2[0] == pytest.approx(expected, rel=1e-7)
