@@ -149,7 +149,15 @@ def check_equal_area(equal_area_crs: pyproj.CRS | None, layers, lonlat_area=None
         area, reference_area = lonlat_area(geoms), LonLatArea.for_crs(reference)(geoms)
     else:
         area = shapely.area(geoms)
-        reference_area = shapely.area(to_crs(geoms, equal_area_crs, reference))
+        projected = to_crs(geoms, equal_area_crs, reference)
+        # A polygon across EPSG:6933's antimeridian (or round a pole) comes back as a band
+        # round the world, its vertices not cut there: wider than half the world, not compared.
+        half_world, _ = transformer_between(reference.geodetic_crs, reference).transform(180, 0)
+        with np.errstate(invalid="ignore"):
+            reference_area = shapely.area(projected)
+            bounds = shapely.bounds(projected)
+            band = bounds[:, 2] - bounds[:, 0] > half_world
+        reference_area[band] = area[band]
     with np.errstate(divide="ignore", invalid="ignore"):
         change = area / reference_area - 1
     worst = float(np.nanmax(np.abs(change))) if np.any(np.isfinite(change)) else float("nan")

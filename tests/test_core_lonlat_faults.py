@@ -162,3 +162,17 @@ def test_the_densified_way_cuts_where_the_equal_area_crs_world_ends(proj, field)
     layer = prepare_layer([ring], WGS84, pyproj.CRS(proj), "reference")
     expected = rectangle_area(field, pyproj.CRS("EPSG:6933"))
     assert layer.area_m2[0] == pytest.approx(expected, rel=1e-7)
+
+
+def test_no_false_area_warning_for_polygons_across_the_antimeridian_on_the_densified_way():
+    """Before: EPSG:8859 (equal-area on WGS 84) "changed polygon areas by up to 2e18 %": the
+    check reprojected a field across 180° and a polar cap to EPSG:6933 vertex by vertex."""
+    fields = [shapely.box(178, -18, 182, -16), shapely.box(-180, 80, 180, 90),
+              shapely.box(10, 40, 11, 41)]
+    result = evaluate(fields, fields, predicted_crs=WGS84, reference_crs=WGS84,
+                      equal_area_crs="EPSG:8859")
+    assert result.metrics["count_tp"] == 3
+    assert not any("does not preserve area" in w for w in result.warnings)
+    mollweide = evaluate(fields, fields, predicted_crs=WGS84, reference_crs=WGS84,
+                         equal_area_crs="ESRI:54009")  # on a sphere: 0.3 % off, still flagged
+    assert any("does not preserve area" in w for w in mollweide.warnings)
