@@ -9,6 +9,8 @@ import numpy as np
 import pyproj
 import shapely
 
+from .exact_area import LonLatArea
+
 #: Default CRS for areas and IoU: WGS 84 / NSIDC EASE-Grid 2.0 Global, equal-area, metres.
 DEFAULT_EQUAL_AREA_CRS = "EPSG:6933"
 
@@ -141,12 +143,16 @@ def to_crs(geoms: np.ndarray, source: pyproj.CRS, target: pyproj.CRS) -> np.ndar
     return shapely.transform(geoms, transform, interleaved=False)
 
 
-def check_equal_area(equal_area_crs: pyproj.CRS | None, layers) -> list[str]:
+def check_equal_area(equal_area_crs: pyproj.CRS | None, layers, lonlat_area=None) -> list[str]:
     """Warn when ``equal_area_crs`` changes any polygon's area by more than 0.01 %.
 
     ``layers``: object arrays of polygons in ``equal_area_crs``. Each polygon's area there is
-    compared with the area of the same vertices reprojected to EPSG:6933. Returns the warning
-    messages (also logged); none for EPSG:6933 itself or planar evaluations.
+    compared with the area of the same vertices reprojected to EPSG:6933. With
+    ``lonlat_area`` (the ``exact_area.LonLatArea`` of ``equal_area_crs``), the layers are its
+    longitude/latitude polygons instead and both areas are exact: no vertex reprojection,
+    which reads a polygon across either CRS's antimeridian, or round a pole, as a band round
+    the world. Returns the warning messages (also logged); none for EPSG:6933 itself or
+    planar evaluations.
     """
     reference = pyproj.CRS(DEFAULT_EQUAL_AREA_CRS)
     if equal_area_crs is None or equal_area_crs == reference:
@@ -154,8 +160,21 @@ def check_equal_area(equal_area_crs: pyproj.CRS | None, layers) -> list[str]:
     geoms = np.concatenate([np.asarray(g, dtype=object) for g in layers]) if layers else []
     if len(geoms) == 0:
         return []
+    if lonlat_area is not None:
+        area, reference_area = lonlat_area(geoms), LonLatArea.for_crs(reference)(geoms)
+    else:
+        area = shapely.area(geoms)
+        projected = to_crs(geoms, equal_area_crs, reference)
+        # A polygon across EPSG:6933's antimeridian (or round a pole) comes back as a band
+        # round the world, its vertices not cut there: wider than half the world, not compared.
+        half_world, _ = transformer(reference.geodetic_crs, reference).transform(180, 0)
+        with np.errstate(invalid="ignore"):
+            reference_area = shapely.area(projected)
+            bounds = shapely.bounds(projected)
+            band = bounds[:, 2] - bounds[:, 0] > half_world
+        reference_area[band] = area[band]
     with np.errstate(divide="ignore", invalid="ignore"):
-        change = shapely.area(geoms) / shapely.area(to_crs(geoms, equal_area_crs, reference)) - 1
+        change = area / reference_area - 1
     worst = float(np.nanmax(np.abs(change))) if np.any(np.isfinite(change)) else float("nan")
     if worst <= AREA_CHANGE_TOLERANCE:
         return []

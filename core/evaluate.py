@@ -258,7 +258,7 @@ def evaluate(
         reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference", None, lonlat
     )
     pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19), lonlat)
-    warnings = check_equal_area(ea_crs, [ref.geometries, ignore.geometries, pred.geometries])
+    warnings = check_equal_area(ea_crs, [ref.overlay, ignore.overlay, pred.overlay], lonlat)
 
     progress.checkpoint(20, "Computing overlaps")
     pairs = overlap_pairs(

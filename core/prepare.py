@@ -20,6 +20,10 @@ pole before the cut (a polar stereographic square round the South Pole gets its 
 A ring drawn in longitude/latitude round a pole encloses the pole nearer its mean latitude; a
 cap drawn flat, box(-180, 80, 180, 90), is read as drawn. Not handled: a boundary through the
 pole itself, and edges spanning more than half the world's longitudes (read the short way).
+Rows no projection can map (a latitude beyond ±90°, longitudes spanning more than a full turn)
+are dropped as not projectable. In a cylindrical equal-area CRS centred off Greenwich
+(+proj=cea +lon_0=100) the projected parts are cut where that CRS's world ends (80° W), not at
+±180°.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ _CHUNK_ROWS = 10_000
 #: cut by vertices too).
 _CHUNK_VERTICES = 100_000
 
+#: Longitudes are read modulo a turn up to this many turns from 0° (beyond, the doubles no
+#: longer resolve a field, and the rows are not projectable).
+MAX_LONGITUDE_TURNS = 1000
+
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
 
@@ -67,7 +75,8 @@ _REPAIR_PASSES = 2
 #: line or collection without polygons; non_finite: a NaN or infinite coordinate; zero_area:
 #: no positive finite area once repaired (collapsed slivers, zero-width boxes, polygons
 #: thinner than ``SLIVER_RELATIVE_WIDTH`` of their coordinates);
-#: not_projectable: coordinates the transformation to the equal-area CRS cannot map.
+#: not_projectable: coordinates the transformation to the equal-area CRS cannot map (in a
+#: geographic CRS: latitudes beyond ±90°, longitudes spanning more than a full turn).
 DROP_REASONS = ("null", "empty", "not_polygonal", "non_finite", "zero_area", "not_projectable")
 
 
@@ -272,6 +281,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
 
     reproject = equal_area_crs is not None
     if reproject and crs.is_geographic:
+        _drop(geoms, reason, _off_the_globe(geoms, _half_turn(crs)), "not_projectable")
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
         # the world that repair would "fix" into something else (in a collection too).
         geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), _half_turn(crs))
@@ -402,6 +412,22 @@ def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) 
         return np.column_stack([lonlat_area.unwrap_easting(c[:, 0], np.asarray(x)), y])
 
     return shapely.transform(geoms, transform)
+
+
+def _off_the_globe(geoms: np.ndarray, half_turn: float) -> np.ndarray:
+    """Boolean mask, shape (n,), of longitude/latitude geometries no projection can map: a
+    latitude beyond ±90°, longitudes spanning more than a full turn (a ring wound round the
+    world more than once has no one area) or beyond ``MAX_LONGITUDE_TURNS`` turns."""
+    off = np.zeros(len(geoms), dtype=bool)
+    present = np.flatnonzero(~shapely.is_missing(geoms))
+    if len(present) == 0:
+        return off
+    west, south, east, north = shapely.bounds(geoms[present]).T
+    turn = 2.0 * half_turn
+    with np.errstate(invalid="ignore", over="ignore"):
+        off[present] = ((np.maximum(-south, north) > half_turn / 2) | (east - west > turn)
+                        | (np.maximum(-west, east) > MAX_LONGITUDE_TURNS * turn))
+    return off
 
 
 def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:
@@ -612,7 +638,9 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
     for the direct transformation, in two steps), where antimeridian crossings are normalised.
     The coordinates of all rows are transformed as one array; only rows with an edge longer
     than half a turn of longitude, or longitudes beyond ±180°, are rebuilt in
-    longitude/latitude for ``unwrap_antimeridian`` and ``split_at_antimeridian``.
+    longitude/latitude for ``unwrap_antimeridian`` and ``split_at_antimeridian``. The cut is
+    where the equal-area CRS's world ends, its central meridian ± 180° (80° W in EPSG:8859,
+    Equal Earth Asia-Pacific), and a vertex on that line gets the easting of its own side.
     Raises ValueError if no transformation between the CRSs exists.
     """
     lonlat_crs = equal_area_crs.geodetic_crs
@@ -620,6 +648,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         if lonlat_crs is None:
             return _drop_non_finite(to_crs(dense, crs, equal_area_crs))
         half_turn = _half_turn(lonlat_crs)
+        center = _central_longitude(equal_area_crs, lonlat_crs)
         coords, row = shapely.get_coordinates(dense, return_index=True)
         lon, lat = coords[:, 0], coords[:, 1]
         if len(coords) and crs != lonlat_crs:
@@ -629,16 +658,16 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         bad = np.zeros(len(dense), dtype=bool)
         bad[row[~(np.isfinite(lon) & np.isfinite(lat))]] = True
         wrap = np.zeros(len(dense), dtype=bool)
-        wrap[row[np.abs(lon) > half_turn]] = True
+        wrap[row[np.abs(lon - center) > half_turn]] = True
         jump = (np.abs(np.diff(lon)) > half_turn) & (row[1:] == row[:-1])
         wrap[row[1:][jump]] = True
         wrap &= ~bad
         plain = ~(bad | wrap | shapely.is_missing(dense))
         on_plain = plain[row]
         x, y = lon[on_plain], lat[on_plain]
+        to_target = transformer(lonlat_crs, equal_area_crs)
         if len(x):
-            to_target = transformer(lonlat_crs, equal_area_crs)
-            x, y = to_target.transform(x, y, errcheck=False)
+            x, y = _edge_side(to_target, x, y, center, half_turn)
         out[plain] = shapely.set_coordinates(
             np.array(dense[plain], dtype=object, copy=True), np.column_stack([x, y])
         )
@@ -650,14 +679,53 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
                 np.array(dense[rows], dtype=object, copy=True),
                 np.column_stack([lon[on_wrap], lat[on_wrap]]),
             )
-            lonlat = split_at_antimeridian(unwrap_antimeridian(lonlat, half_turn), half_turn)
-            out[rows] = _drop_non_finite(to_crs(lonlat, lonlat_crs, equal_area_crs))
+            lonlat = unwrap_antimeridian(lonlat, half_turn)
+            if center:
+                lonlat = shapely.transform(lonlat, lambda c: c - [center, 0.0])
+            lonlat = split_at_antimeridian(lonlat, half_turn)
+            if center:
+                lonlat = shapely.transform(lonlat, lambda c: c + [center, 0.0])
+            step = densify_step(lonlat_crs)
+            if step is not None:  # the cut edges: where the world ends, meridians may bend
+                lonlat = densify_adaptive(lonlat, Projector(lonlat_crs, equal_area_crs), step,
+                                          half_turn=half_turn)[0]
+            out[rows] = _drop_non_finite(shapely.transform(
+                lonlat, lambda x, y: _edge_side(to_target, x, y, center, half_turn),
+                interleaved=False))
         return out
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
             f"CRS {crs_label(equal_area_crs)}: {exc}"
         ) from None
+
+
+def _central_longitude(crs: pyproj.CRS, lonlat_crs: pyproj.CRS) -> float:
+    """A projected CRS's central meridian (EPSG parameters 8802, 8822) in the unit of
+    ``lonlat_crs``'s axes; 0 if it has none."""
+    operation = crs.coordinate_operation
+    for param in [] if operation is None else operation.params:
+        if param.code in ("8802", "8822"):
+            radians = float(param.value) * float(param.unit_conversion_factor)
+            return radians / float(lonlat_crs.axis_info[0].unit_conversion_factor)
+    return 0.0
+
+
+def _edge_side(transformer, lon, lat, center: float, half_turn: float):
+    """``transformer.transform(lon, lat)`` with the eastings of vertices on the line
+    ``center ± half_turn`` (where PROJ wraps, and gives both sides one easting) mirrored about
+    the central meridian onto their own side; arrays of shape (n,) in and out."""
+    x, y = transformer.transform(lon, lat, errcheck=False)
+    x = np.asarray(x, dtype=float)
+    offset = np.asarray(lon) - center
+    edge = np.flatnonzero(np.abs(offset) == half_turn)
+    if len(edge):
+        mid, _ = transformer.transform(np.full(len(edge), center), np.asarray(lat)[edge],
+                                       errcheck=False)
+        mid = np.asarray(mid, dtype=float)
+        wrong = np.sign(x[edge] - mid) == -np.sign(offset[edge])
+        x[edge[wrong]] = 2.0 * mid[wrong] - x[edge[wrong]]
+    return x, np.asarray(y, dtype=float)
 
 
 def _half_turn(crs: pyproj.CRS) -> float:

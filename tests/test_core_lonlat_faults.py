@@ -113,3 +113,66 @@ def test_latitudes_beyond_the_poles_are_dropped_and_counted(proj):
     layer = prepared(rows, crs)
     assert list(layer.drop_reason) == ["not_projectable"] * 3 + [""]
     assert layer.area_m2[0] == pytest.approx(rectangle_area((0, 0, 1, 1), crs), rel=1e-10)
+
+
+def test_a_pacific_centred_equal_area_crs_raises_no_false_area_warning():
+    """Before: the check reprojected the projected vertices to EPSG:6933, where a field across
+    180° (inside "+proj=cea +lon_0=180") or a cap round the pole became a band round the world:
+    "does not preserve area ... by up to 99 %" (or 1e18 %). A sphere is still flagged: its
+    zones differ from the WGS 84 ellipsoid's by up to 0.3 % (more than the 0.01 % allowed)."""
+    fields = [shapely.box(178, -18, 182, -16), shapely.box(-180, 80, 180, 90)]
+    kwargs = dict(predicted_crs=WGS84, reference_crs=WGS84)
+    result = evaluate(fields, fields, equal_area_crs="+proj=cea +lon_0=180 +datum=WGS84", **kwargs)
+    assert result.metrics["count_tp"] == 2
+    assert not any("does not preserve area" in w for w in result.warnings)
+    sphere = evaluate(fields, fields, equal_area_crs="+proj=cea +lon_0=180 +R=6371000", **kwargs)
+    assert any("does not preserve area" in w for w in sphere.warnings)
+
+
+@pytest.mark.parametrize("equal_area_crs", ["EPSG:6933", "EPSG:5070"])  # both ways
+def test_coordinates_off_the_globe_are_dropped_and_counted(equal_area_crs):
+    """Before: a latitude of 1e300 made the densification raise (GEOS "Tolerance is too small"),
+    a longitude of 1e300 overflowed the antimeridian bands (numpy "negative dimensions"), and
+    box(-700, 0, 700, 1), wound round the world four times, crashed the boundary distances."""
+    bad = [shapely.box(0, 0, 1, 1e300), shapely.box(0, 0, 1e300, 1),
+           shapely.box(-700, 0, 700, 1), shapely.box(-1e9, 0, 1e9, 1)]
+    good = [shapely.box(539, 0, 541, 1), shapely.box(-100, 40, -99, 41)]  # 540° is 180°
+    result = evaluate(bad + good, good, predicted_crs=WGS84, reference_crs=WGS84,
+                      equal_area_crs=equal_area_crs)
+    assert list(result.predicted.drop_reason) == ["not_projectable"] * 4 + ["", ""]
+    assert result.metrics["count_tp"] == 2 and result.metrics["iou_mean"] == 1.0
+    if equal_area_crs == "EPSG:6933":  # a cylinder: box(539, 0, 541, 1) is box(-1, 0, 1, 1)
+        expected = rectangle_area((-1, 0, 1, 1), pyproj.CRS(equal_area_crs))
+        assert result.predicted.area_m2[0] == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("proj, field", [
+    ("EPSG:8859", (-31, 64, -29, 65)),  # Equal Earth Asia-Pacific (150° E): its world ends at 30° W
+    ("EPSG:5070", (-180, 80, 180, 90)),  # Conus Albers (96° W): a cap round the pole
+    ("+proj=cea +lon_0=100 +datum=WGS84", (-82, 0, -78, 1)),
+])
+def test_the_densified_way_cuts_where_the_equal_area_crs_world_ends(proj, field):
+    """The densified way (``lonlat_area=None``: other equal-area CRSs, projected layers).
+    Before: cut at ±180° whatever the CRS's central meridian, so a field across 30° W in
+    EPSG:8859 measured 1.9e12 m² instead of 8.0e9 (a band round the world), and a polar cap
+    in EPSG:5070 was 16 % too large (or dropped). Every CRS here is equal-area on the WGS 84
+    (or GRS80) ellipsoid: the area is the EPSG:6933 rectangle of PROJ's corners."""
+    ring = shapely.Polygon([(lon, field[1]) for lon in range(-180, 180, 10)]) \
+        if field[2] - field[0] == 360 else shapely.box(*field)
+    layer = prepare_layer([ring], WGS84, pyproj.CRS(proj), "reference")
+    expected = rectangle_area(field, pyproj.CRS("EPSG:6933"))
+    assert layer.area_m2[0] == pytest.approx(expected, rel=1e-7)
+
+
+def test_no_false_area_warning_for_polygons_across_the_antimeridian_on_the_densified_way():
+    """Before: EPSG:8859 (equal-area on WGS 84) "changed polygon areas by up to 2e18 %": the
+    check reprojected a field across 180° and a polar cap to EPSG:6933 vertex by vertex."""
+    fields = [shapely.box(178, -18, 182, -16), shapely.box(-180, 80, 180, 90),
+              shapely.box(10, 40, 11, 41)]
+    result = evaluate(fields, fields, predicted_crs=WGS84, reference_crs=WGS84,
+                      equal_area_crs="EPSG:8859")
+    assert result.metrics["count_tp"] == 3
+    assert not any("does not preserve area" in w for w in result.warnings)
+    mollweide = evaluate(fields, fields, predicted_crs=WGS84, reference_crs=WGS84,
+                         equal_area_crs="ESRI:54009")  # on a sphere: 0.3 % off, still flagged
+    assert any("does not preserve area" in w for w in mollweide.warnings)
