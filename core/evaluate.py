@@ -54,7 +54,6 @@ from .metrics import (
     to_builtin,
 )
 from .overlap import OverlapPairs, overlap_pairs
-from .parallel import run_beside
 from .prepare import PreparedLayer, geometry_array, prepare_layer
 from .progress import Progress
 from .threshold_sweep import threshold_sweep
@@ -747,14 +746,13 @@ def _boundary_metrics(
     if tolerance_m is None:
         distances = distances_of_matches(progress.span(45, 75))
     else:
-        # Side by side: the distance stage alone keeps both cores only partly busy.
-        distances, (within_ref, perimeter_ref, within_pred, perimeter_pred) = run_beside(
-            distances_of_matches,
-            lambda advance: tolerance_lengths_in_utm(
-                ref_zoned, pred_zoned, tolerance_m, progress=advance
-            ),
-            progress.span(45, 75),
-            weights=(2.0, 1.0),  # their CPU times at 50k fields
+        # One after the other, each on both cores. Side by side (parallel.run_beside) they
+        # were no faster, and in some processes (PYTHONHASHSEED=4 on bench's fields_50k, about
+        # half of all runs) the tolerance stage then took 9x the time and 2.5 GB: not
+        # understood yet (bench/README.md, third session).
+        distances = distances_of_matches(progress.span(45, 65))
+        within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm(
+            ref_zoned, pred_zoned, tolerance_m, progress=progress.span(65, 75)
         )
     for name, values in (
         ("hausdorff_m", distances.hausdorff_m),
