@@ -228,6 +228,14 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
         if epsg:
             field = _to_crs(field, ref.crs, epsg)
             predicted = np.array([_to_crs(g, pred.crs, epsg) for g in predicted], dtype=object)
+        # Drawn on a panel under 2 inches wide: detail below a thousandth of its extent is
+        # below a pixel, and a staircase outline of a million vertices would cost seconds
+        # and hundreds of MB to draw.
+        box = shapely.total_bounds(np.r_[np.array([field], dtype=object), predicted])
+        detail = max(box[2] - box[0], box[3] - box[1]) / 1000.0
+        if np.isfinite(detail) and detail > 0:
+            field = shapely.simplify(field, detail, preserve_topology=True)
+            predicted = shapely.simplify(predicted, detail, preserve_topology=True)
         layers = [
             (predicted[matched_pred[others]],
              {"facecolor": to_rgba(figures.COLORS["tp"], 0.4), "edgecolor": figures.COLORS["tp"],

@@ -5,6 +5,7 @@ import base64
 import json
 import re
 
+import numpy as np
 import pytest
 from iou_evaluation.core.report_evaluate import worst_panel_title
 from iou_evaluation.core.report_html import format_number
@@ -121,3 +122,24 @@ def test_identical_boundaries_draw_distances_on_a_plain_axis(ioueval_provider):
     # was "Distance (m; values above 0.0 m in the last bin)" on an axis 0 … 1e−9
     assert "values above" not in svg and "Distance (m)" in svg
     assert "1e−9" not in svg and "1e-9" not in svg
+
+
+def test_a_field_of_many_vertices_is_drawn_simplified(ioueval_provider):
+    """A 50,000-vertex outline (a staircase of 0.1 m steps, as polygonised rasters have): its
+    small map keeps only detail above a thousandth of the panel (drawn whole, a pair of
+    million-vertex outlines made a 62 MB page and took 26 s), so the page stays under 1 MB."""
+    import shapely
+
+    steps = 25_000
+    x = np.repeat(np.arange(steps + 1) * 0.1, 2)[1:-1]
+    y = np.repeat(np.arange(steps) * 0.1, 2)
+    stairs = np.column_stack([x, y])
+    ring = np.vstack([stairs, [[steps * 0.1, 0.0]], stairs[:1]])
+    field = shapely.Polygon(ring)
+    assert shapely.get_num_coordinates(field) > 50_000
+    shifted = shapely.affinity.translate(field, 0.1, 0.0)
+    reference = polygon_layer("EPSG:32613", [field.wkt], "ref")
+    predicted = polygon_layer("EPSG:32613", [shifted.wkt], "pred")
+    report, html = _page({"PREDICTED": predicted, "REFERENCE": reference})
+    assert report["metrics"]["count_tp"] == 1
+    assert len(html.encode("utf-8")) < 1_000_000
