@@ -19,7 +19,7 @@ import pyproj
 import shapely
 
 from .checks import check_positive
-from .crs import to_crs
+from .crs import to_crs, transformer
 from .memory import check_memory
 from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import (
@@ -149,6 +149,9 @@ _ROOT_SLACK = 1e-9
 # ---------------------------------------------------------------------------
 
 
+_WGS84 = pyproj.CRS("EPSG:4326")
+
+
 def utm_epsg(lon, lat) -> np.ndarray:
     """EPSG code of the WGS 84 / UTM zone of each (longitude, latitude), vectorised.
 
@@ -193,8 +196,7 @@ def centroid_utm_epsg(geometries, crs: pyproj.CRS | None) -> np.ndarray:
         return out
     centroids = shapely.centroid(geoms[present])
     x, y = shapely.get_x(centroids), shapely.get_y(centroids)
-    transformer = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
-    lon, lat = transformer.transform(x, y, errcheck=False)
+    lon, lat = transformer(crs, _WGS84).transform(x, y, errcheck=False)
     out[present] = utm_epsg(lon, lat)
     return out
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyproj
 import shapely
 
 from .boundary import ZonedLayer, check_same_space, utm_crs
 from .checks import check_positive
+from .crs import transformer
 from .memory import check_memory
 from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import boundary_curves, budget_splits, hypot, ranges, run_starts
@@ -229,8 +229,8 @@ def _zone_boxes(layer: ZonedLayer, epsg: int) -> np.ndarray:
     rest, bounds = rest[finite], bounds[finite]
     if len(rest):
         x, y = _box_outlines(bounds)
-        transformer = pyproj.Transformer.from_crs(layer.crs, utm_crs(epsg), always_xy=True)
-        x, y = transformer.transform(x.ravel(), y.ravel(), errcheck=False)
+        x, y = transformer(layer.crs, utm_crs(epsg)).transform(x.ravel(), y.ravel(),
+                                                                errcheck=False)
         x = np.asarray(x, dtype=float).reshape(len(rest), -1)
         y = np.asarray(y, dtype=float).reshape(len(rest), -1)
         with np.errstate(invalid="ignore"):

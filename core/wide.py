@@ -35,7 +35,7 @@ import numpy as np
 import pyproj
 import shapely
 
-from .crs import to_crs
+from .crs import to_crs, transformer
 from .parallel import run_chunks
 
 #: Pairs whose longitudes span more than this (degrees) are measured here: a UTM zone.
@@ -84,8 +84,8 @@ def lonlat_extent(geometries, crs: pyproj.CRS) -> np.ndarray:
     if crs.is_geographic:
         lon, lat = xs, ys  # the prepared source keeps longitudes continuous across ±180°
     else:
-        transformer = pyproj.Transformer.from_crs(crs, _WGS84, always_xy=True)
-        lon, lat = transformer.transform(xs.ravel(), ys.ravel(), errcheck=False)
+        to_lonlat = transformer(crs, _WGS84)
+        lon, lat = to_lonlat.transform(xs.ravel(), ys.ravel(), errcheck=False)
         lon = np.asarray(lon, dtype=float).reshape(xs.shape)
         lat = np.asarray(lat, dtype=float).reshape(xs.shape)
     with np.errstate(invalid="ignore"):
@@ -120,9 +120,9 @@ def _lonlat_extent_of_large(geometries, crs: pyproj.CRS) -> np.ndarray:
         lon, lat = cx, cy
         size_m = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * 111_320.0
     else:
-        transformer = pyproj.Transformer.from_crs(crs, _WGS84, always_xy=True)
-        lon, lat = (np.asarray(v, dtype=float) for v in transformer.transform(cx, cy,
-                                                                              errcheck=False))
+        to_lonlat = transformer(crs, _WGS84)
+        lon, lat = (np.asarray(v, dtype=float)
+                    for v in to_lonlat.transform(cx, cy, errcheck=False))
         unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
         size_m = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * (unit or 1.0)
     with np.errstate(invalid="ignore"):
