@@ -110,6 +110,9 @@ class Evaluation:
         warnings: messages about the data the caller should show the user.
         pairs: every overlapping (reference, predicted) pair of evaluated rows (within a
             group when groups are given); candidates: those that may match (class rule too).
+            Where ``pairs.bounded``, a pair's intersection and IoU are upper bounds: pairs
+            below every threshold that are nobody's best IoU or largest overlap
+            (``overlap.settle``).
         ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
             regions a prediction may be ignored by (0 for none).
         quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
