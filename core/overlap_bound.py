@@ -89,6 +89,7 @@ class Edges:
     Attributes:
         start: int64, shape (n_geometries + 1,): geometry k's edges are start[k]:start[k+1].
         xy0, xy1: float, shape (n_edges, 2): edge ends.
+        step: int64, shape (n_edges,): position of the next edge of the ring, relative.
         sense: float, shape (n_edges,): +1 where the edge runs so that the polygon's inside
             is on its left (exterior counter-clockwise, holes clockwise), −1 otherwise, 0 on
             a ring of no area.
@@ -102,6 +103,10 @@ class Edges:
         xy, ring = shapely.get_coordinates(rings, return_index=True)
         same = ring[:-1] == ring[1:]
         self.xy0, self.xy1, ring = xy[:-1][same], xy[1:][same], ring[:-1][same]
+        # Rings are closed: an edge's end is the next edge's start, the last's the first's.
+        first = np.searchsorted(ring, ring)
+        last = np.r_[ring[1:] != ring[:-1], True]
+        self.step = np.where(last, first - np.arange(len(ring)), 1)
         base = self.xy0[np.searchsorted(ring, ring)]
         cross = ((self.xy0[:, 0] - base[:, 0]) * (self.xy1[:, 1] - base[:, 1])
                  - (self.xy1[:, 0] - base[:, 0]) * (self.xy0[:, 1] - base[:, 1]))
@@ -132,20 +137,20 @@ def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
     """
     n = len(reference)
     bound = np.full(n, np.inf)
-    # The line beyond which p's box centre lies farthest.
+    # The line beyond which p's box centre lies farthest. A centre inside every line's
+    # half-plane (p's own field, mostly) is left unbounded: its bound would be large.
     centre = (predicted_box[predicted, :2] + predicted_box[predicted, 2:]) / 2.0
     count = lines.start[reference + 1] - lines.start[reference]
-    has = count > 0
     best = np.full(n, -1, dtype=np.int64)
     depth = np.full(n, np.inf)
     for j in range(int(count.max(initial=0))):
-        alive = count > j
+        alive = np.flatnonzero(count > j)
         line = lines.start[reference[alive]] + j
-        d = np.einsum("ij,ij->i", centre[alive] - lines.origin[line], lines.normal[line])
+        d = ((centre[alive, 0] - lines.origin[line, 0]) * lines.normal[line, 0]
+             + (centre[alive, 1] - lines.origin[line, 1]) * lines.normal[line, 1])
         better = d < depth[alive]
-        rows = np.flatnonzero(alive)[better]
-        depth[rows], best[rows] = d[better], line[better]
-    pairs = np.flatnonzero(has)
+        depth[alive[better]], best[alive[better]] = d[better], line[better]
+    pairs = np.flatnonzero(depth < 0)
     line = best[pairs]
     p = predicted[pairs]
     per_pair = edges.start[p + 1] - edges.start[p]
@@ -153,25 +158,33 @@ def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
     row_edge = (np.arange(len(row_pair))
                 - np.repeat(np.cumsum(per_pair) - per_pair, per_pair)
                 + np.repeat(edges.start[p], per_pair))
-    row_line = line[row_pair]
-    origin, normal = lines.origin[row_line], lines.normal[row_line]
-    u0 = edges.xy0[row_edge] - origin
-    u1 = edges.xy1[row_edge] - origin
-    d0 = np.einsum("ij,ij->i", u0, normal)
-    d1 = np.einsum("ij,ij->i", u1, normal)
-    in0, in1 = d0 >= 0.0, d1 >= 0.0
-    part = np.flatnonzero(in0 | in1)
-    u0, u1, d0, d1, in0, in1 = u0[part], u1[part], d0[part], d1[part], in0[part], in1[part]
+    # Which vertices lie in the half-plane (to ~1e-9 of the coordinates: the bound's slack
+    # covers a vertex put on the wrong side, and the kept edges are measured precisely).
+    nx, ny = lines.normal[line, 0], lines.normal[line, 1]
+    offset = lines.origin[line, 0] * nx + lines.origin[line, 1] * ny
+    side = (edges.xy0[row_edge, 0] * np.repeat(nx, per_pair)
+            + edges.xy0[row_edge, 1] * np.repeat(ny, per_pair)
+            >= np.repeat(offset, per_pair))
+    in1 = side[np.arange(len(side)) + edges.step[row_edge]]
+    part = np.flatnonzero(side | in1)
+    in0, in1 = side[part], in1[part]
+    edge, owner = row_edge[part], row_pair[part]
+    origin, normal = lines.origin[line[owner]], lines.normal[line[owner]]
+    u0x, u0y = edges.xy0[edge, 0] - origin[:, 0], edges.xy0[edge, 1] - origin[:, 1]
+    u1x, u1y = edges.xy1[edge, 0] - origin[:, 0], edges.xy1[edge, 1] - origin[:, 1]
+    d0 = u0x * normal[:, 0] + u0y * normal[:, 1]
+    d1 = u1x * normal[:, 0] + u1y * normal[:, 1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        cut = u0 + (u1 - u0) * (d0 / (d0 - d1))[:, None]
-    q0 = np.where(in0[:, None], u0, cut)
-    q1 = np.where(in1[:, None], u1, cut)
-    cross = (q0[:, 0] * q1[:, 1] - q1[:, 0] * q0[:, 1]) * edges.sense[row_edge[part]]
-    area = np.bincount(row_pair[part], cross, minlength=len(pairs)) / 2.0
+        f = np.clip(d0 / (d0 - d1), 0.0, 1.0)
+    cx, cy = u0x + (u1x - u0x) * f, u0y + (u1y - u0y) * f
+    q0x, q0y = np.where(in0, u0x, cx), np.where(in0, u0y, cy)
+    q1x, q1y = np.where(in1, u1x, cx), np.where(in1, u1y, cy)
+    cross = (q0x * q1y - q1x * q0y) * edges.sense[edge]
+    area = np.bincount(owner, cross, minlength=len(pairs)) / 2.0
     bound[pairs] = np.maximum(area, 0.0) + _SLACK_RELATIVE * predicted_area[p]
     # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
-    inner = part[in0]
-    return bound, (row_edge[inner], pairs[row_pair[inner]])
+    inner = in0
+    return bound, (edge[inner], pairs[owner[inner]])
 
 
 def overlap_shown(prepared_reference: np.ndarray, edges: Edges, candidates,
