@@ -42,7 +42,7 @@ from .grouping import (
     strata_groups,
 )
 from .labels import ancestors_from_taxonomy, compatible_classes, is_true, normalise_labels
-from .matching import MATCHING_METHODS, argmax_per_group, at_or_above, match
+from .matching import IOU_RTOL, MATCHING_METHODS, argmax_per_group, at_or_above, match
 from .metrics import (
     Q,
     QUANTITIES,
@@ -53,10 +53,10 @@ from .metrics import (
     ratio,
     to_builtin,
 )
-from .overlap import OverlapPairs, overlap_pairs
+from .overlap import OverlapPairs, overlap_pairs, settle
 from .prepare import PreparedLayer, geometry_array, prepare_layer
 from .progress import Progress
-from .threshold_sweep import threshold_sweep
+from .threshold_sweep import SWEEP_THRESHOLDS, threshold_sweep
 from .tolerance import tolerance_lengths_in_utm
 
 logger = logging.getLogger(__name__)
@@ -110,6 +110,9 @@ class Evaluation:
         warnings: messages about the data the caller should show the user.
         pairs: every overlapping (reference, predicted) pair of evaluated rows (within a
             group when groups are given); candidates: those that may match (class rule too).
+            Where ``pairs.bounded``, a pair's intersection and IoU are upper bounds: pairs
+            below every threshold that are nobody's best IoU or largest overlap
+            (``overlap.settle``).
         ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
             regions a prediction may be ignored by (0 for none).
         quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
@@ -260,30 +263,43 @@ def evaluate(
     warnings = check_equal_area(ea_crs, [ref.overlay, ignore.overlay, pred.overlay], lonlat)
 
     progress.checkpoint(20, "Computing overlaps")
+    # Pairs below every IoU threshold that counts (matching, the sweep, detection) need
+    # their exact area only if they could be a field's best IoU or largest overlap: most
+    # neighbours overlapping by a sliver keep a cheap bound (overlap.settle).
+    iou_floor = min(SWEEP_THRESHOLDS[0], iou_threshold) * (1.0 - IOU_RTOL)
     pairs = overlap_pairs(
         ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress.span(20, 39),
-        area=ref.area_of,
+        area=ref.area_of, iou_floor=iou_floor,
     )
-    ref_group = pred_group = None
+    ref_group = pred_group = ref_class = pred_class = None
     if ref_groups is not None:
         ref_group = normalise_labels(ref_groups, case_insensitive=False)
         pred_group = normalise_labels(pred_groups, case_insensitive=False)
-        pairs = _subset(
-            pairs, ref_group[ref.keep][pairs.reference] == pred_group[pred.keep][pairs.predicted]
-        )
-    candidates = pairs
-    ref_class = pred_class = None
     if ref_classes is not None:
         ref_class = normalise_labels(ref_classes, case_insensitive=True)
         pred_class = normalise_labels(pred_classes, case_insensitive=True)
-        candidates = _subset(
-            pairs,
-            compatible_classes(
+
+    def pair_sets(pairs):
+        """(same group, and also compatible classes): bool masks over the pairs."""
+        same_group = np.ones(pairs.n, dtype=bool)
+        if ref_group is not None:
+            same_group = (ref_group[ref.keep][pairs.reference]
+                          == pred_group[pred.keep][pairs.predicted])
+        compatible = same_group.copy()
+        if ref_class is not None:
+            compatible &= compatible_classes(
                 pred_class[pred.keep][pairs.predicted],
                 ref_class[ref.keep][pairs.reference],
                 ancestors,
-            ),
-        )
+            )
+        return same_group, compatible
+
+    pairs = settle(pairs, pair_sets(pairs), ref.overlay, ref.area_m2, pred.overlay,
+                   pred.area_m2, ref.area_of)
+    same_group, compatible = pair_sets(pairs)
+    candidates = pairs = pairs.subset(same_group)
+    if ref_class is not None:
+        candidates = pairs.subset(compatible[same_group])
 
     progress.checkpoint(40, "Matching")
     matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
@@ -962,12 +978,6 @@ def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None,
     """prepare_layer on a subset of rows, with ``keep`` mapped back to input positions."""
     layer = prepare_layer(geometries[rows], crs, ea_crs, name, progress, lonlat_area)
     return dataclasses.replace(layer, keep=rows[layer.keep])
-
-
-def _subset(pairs: OverlapPairs, mask: np.ndarray) -> OverlapPairs:
-    return OverlapPairs(
-        pairs.reference[mask], pairs.predicted[mask], pairs.intersection_m2[mask], pairs.iou[mask]
-    )
 
 
 def _per_row(values, n: int, name: str):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
+from .overlap_bound import Edges, SupportingLines, bounded_slivers, overlap_shown
 from .parallel import ProgressCallback, run_chunks, split, split_weighted
 
 logger = logging.getLogger(__name__)
@@ -43,16 +44,27 @@ class OverlapPairs:
         predicted: int64 positions into the prepared predicted layer.
         intersection_m2: intersection areas, > 0, in the equal-area CRS.
         iou: |r ∩ p| / |r ∪ p|, in (0, 1], rounded by ``round_ratio``.
+        bounded: bool, or None when no pair is: True where ``intersection_m2`` and ``iou``
+            are upper bounds, not values (``overlap_pairs``' ``iou_floor``; after ``settle``,
+            pairs that change no count, best IoU or largest overlap).
     """
 
     reference: np.ndarray
     predicted: np.ndarray
     intersection_m2: np.ndarray
     iou: np.ndarray
+    bounded: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return len(self.reference)
+
+    def subset(self, mask: np.ndarray) -> OverlapPairs:
+        """The pairs where ``mask`` (bool, shape (n_pairs,)) is True, in the same order."""
+        return OverlapPairs(
+            self.reference[mask], self.predicted[mask], self.intersection_m2[mask],
+            self.iou[mask], None if self.bounded is None else self.bounded[mask],
+        )
 
     def find(self, reference: np.ndarray, predicted: np.ndarray) -> np.ndarray:
         """Positions in these arrays of the given (reference, predicted) pairs, all present."""
@@ -68,6 +80,7 @@ def overlap_pairs(
     predicted_area_m2: np.ndarray,
     progress: ProgressCallback | None = None,
     area: AreaFunction = shapely.area,
+    iou_floor: float | None = None,
 ) -> OverlapPairs:
     """Candidate pairs from an STRtree query, with exact intersection areas and IoU.
 
@@ -80,6 +93,12 @@ def overlap_pairs(
         area: the areas of geometries in the layers' space (``shapely.area`` for a planar
             equal-area CRS; ``exact_area.LonLatArea`` for longitude/latitude whose image in a
             cylindrical equal-area CRS is measured exactly).
+        iou_floor: None (every pair exact), or an IoU in (0, 1] below which a pair's exact
+            value is not needed (the lowest threshold of the caller's counts). With a planar
+            ``area``, a pair shown to overlap (``overlap_bound.overlap_shown``) whose IoU
+            bound (``overlap_bound.bounded_slivers``) is below it is not overlaid: it keeps
+            its bounds and is marked ``bounded``. Pass the result through ``settle``
+            before taking maxima over pairs.
 
     Returns:
         OverlapPairs; pairs that only touch (zero-area intersection) are not included.
@@ -95,8 +114,9 @@ def overlap_pairs(
     ref_idx = ref_idx[order].astype(np.int64)
     pred_idx = pred_idx[order].astype(np.int64)
     ref_key, pred_key = _order_key(reference), _order_key(predicted)
+    bounding = iou_floor is not None and area is shapely.area
 
-    def run(part: slice) -> np.ndarray:
+    def run(part: slice) -> tuple[np.ndarray, np.ndarray]:
         ri, pi = ref_idx[part], pred_idx[part]
         out = np.zeros(len(ri))
         # Boxes that only touch (neighbours along a meridian or a parallel, say) bound an
@@ -114,23 +134,102 @@ def overlap_pairs(
         # A prediction inside the interior of a reference (a third of the pairs of extracted
         # fields) overlaps it by its own area: no overlay (which gives that area to ~1e-15).
         inside = shapely.contains_properly(prepared[local], predicted[pi[meet]])
-        del prepared
         out[meet[inside]] = area(predicted[pi[meet[inside]]])
         rest = meet[~inside]
+        bounded = np.zeros(len(out), dtype=bool)
+        if bounding and len(rest):
+            skip = _bounded_pairs(ri[rest], pi[rest], prepared[local[~inside]], out, rest)
+            bounded[rest[skip]] = True
+            rest = rest[~skip]
+        del prepared
         ri, pi = ri[rest], pi[rest]
         out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi], area)
-        return out
+        return out, bounded
+
+    def _bounded_pairs(ri, pi, prepared_ref, out, rows) -> np.ndarray:
+        """Pairs to leave bounded (bool, shape (len(ri),)); their bounds go into out[rows]."""
+        refs, local_r = np.unique(ri, return_inverse=True)
+        preds, local_p = np.unique(pi, return_inverse=True)
+        edges = Edges(predicted[preds])
+        bound, (edge, pair) = bounded_slivers(
+            SupportingLines(reference[refs]), edges, local_r, local_p,
+            pred_key[preds, 1:5], predicted_area_m2[preds],
+        )
+        low = iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor
+        tested = low[pair]
+        skip = low & overlap_shown(prepared_ref, edges, (edge[tested], pair[tested]), len(ri))
+        out[rows[skip]] = bound[skip]
+        return skip
 
     # Chunks of at most _CHUNK_PAIRS pairs and _CHUNK_VERTICES vertices: a few pairs of large
     # polygons (countries) go to both cores too.
     vertices = (shapely.get_num_coordinates(reference)[ref_idx]
                 + shapely.get_num_coordinates(predicted)[pred_idx])
     chunks = split_weighted(vertices, _CHUNK_VERTICES, _CHUNK_PAIRS, 200_000)
-    inter = np.concatenate([np.zeros(0)] + run_chunks(run, chunks, progress))
+    parts = run_chunks(run, chunks, progress)
+    inter = np.concatenate([np.zeros(0)] + [part[0] for part in parts])
+    bounded = np.concatenate([np.zeros(0, dtype=bool)] + [part[1] for part in parts])
     positive = inter > 0
     ref_idx, pred_idx, inter = ref_idx[positive], pred_idx[positive], inter[positive]
     iou = iou_from_areas(inter, reference_area_m2[ref_idx], predicted_area_m2[pred_idx])
-    return OverlapPairs(ref_idx, pred_idx, inter, iou)
+    return OverlapPairs(ref_idx, pred_idx, inter, iou, bounded[positive] if bounding else None)
+
+
+def settle(
+    pairs: OverlapPairs,
+    sets: tuple[np.ndarray, ...],
+    reference: np.ndarray,
+    reference_area_m2: np.ndarray,
+    predicted: np.ndarray,
+    predicted_area_m2: np.ndarray,
+    area: AreaFunction = shapely.area,
+) -> OverlapPairs:
+    """Overlay the bounded pairs whose values could change a result; the others stay bounded.
+
+    Within each set, a bounded pair keeps its bounds only when its reference and its
+    prediction each have an exact pair in the set with a larger intersection and a larger
+    IoU than those bounds: it is then nobody's best IoU or largest overlap, and (below
+    ``overlap_pairs``' ``iou_floor``) it reaches no threshold. Overlaying a pair only raises
+    these maxima, so one pass suffices.
+
+    Args:
+        pairs: from ``overlap_pairs`` on these layers.
+        sets: bool arrays, shape (n_pairs,): the subsets of pairs whose maxima are taken on
+            their own (all pairs; those of one group; those of compatible classes).
+        reference, reference_area_m2, predicted, predicted_area_m2, area: as given to
+            ``overlap_pairs``.
+
+    Returns:
+        OverlapPairs of the same pairs in the same order, except any whose overlay turns
+        out to have no area (dropped, as ``overlap_pairs`` drops them).
+    """
+    if pairs.bounded is None or not pairs.bounded.any():
+        return pairs
+    bounded = pairs.bounded.copy()
+    need = np.zeros(pairs.n, dtype=bool)
+    for in_set in sets:
+        exact = in_set & ~bounded
+        loose = in_set & bounded
+        for owner, size in ((pairs.reference, len(reference)), (pairs.predicted, len(predicted))):
+            largest = np.full(size, -np.inf)
+            np.maximum.at(largest, owner[exact], pairs.intersection_m2[exact])
+            best = np.full(size, -np.inf)
+            np.maximum.at(best, owner[exact], pairs.iou[exact])
+            need |= loose & ((pairs.intersection_m2 >= largest[owner])
+                             | (pairs.iou >= best[owner]))
+    rows = np.flatnonzero(need)
+    inter = pairs.intersection_m2.copy()
+    inter[rows] = intersection_area(
+        reference[pairs.reference[rows]], predicted[pairs.predicted[rows]], area
+    )
+    bounded[rows] = False
+    iou = pairs.iou.copy()
+    iou[rows] = iou_from_areas(
+        inter[rows], reference_area_m2[pairs.reference[rows]],
+        predicted_area_m2[pairs.predicted[rows]],
+    )
+    keep = inter > 0
+    return OverlapPairs(pairs.reference, pairs.predicted, inter, iou, bounded).subset(keep)
 
 
 def iou_from_areas(intersection, area_a, area_b, zero_division: float = 0.0) -> np.ndarray:

@@ -1,0 +1,187 @@
+"""Bounds on sliver overlaps (core.overlap_bound) and overlap_pairs' iou_floor + settle."""
+
+import importlib
+
+import numpy as np
+import pytest
+import shapely
+import shapely.affinity
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from iou_evaluation.core import evaluate
+from iou_evaluation.core.overlap import overlap_pairs, settle
+from iou_evaluation.core.overlap_bound import (
+    Edges,
+    SupportingLines,
+    bounded_slivers,
+    overlap_shown,
+)
+
+evaluate_module = importlib.import_module("iou_evaluation.core.evaluate")
+
+
+def _bound(r, p):
+    """bounded_slivers for the single pair (r, p)."""
+    lines = SupportingLines(np.array([r], dtype=object))
+    edges = Edges(np.array([p], dtype=object))
+    bound, candidates = bounded_slivers(
+        lines, edges, np.array([0]), np.array([0]),
+        shapely.bounds(np.array([p], dtype=object)), np.array([p.area]),
+    )
+    return bound[0], edges, candidates
+
+
+def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
+    # r = unit square; p = [0.9, 2] x [0, 1] crosses r's east edge by 0.1. The line used is
+    # x = 1 moved out by the simplification tolerance 1e-3 * sqrt(|hull|) = 0.001, so the
+    # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9.
+    r = shapely.box(0, 0, 1, 1)
+    p = shapely.box(0.9, 0, 2, 1)
+    bound, _, _ = _bound(r, p)
+    assert bound == pytest.approx(0.101 + 1.1e-9, rel=1e-12)
+
+
+def test_bound_counts_holes_and_parts():
+    # p: a 3 x 1 bar from x = -1 to 2 with a hole of 0.25 x 0.5 (0.125), and a second part
+    # far east; r = unit square. p's box centre (x = 6) is farthest beyond r's east edge,
+    # moved out to x <= 1.001: p there is the bar's [-1, 1.001] part (2.001), less the hole
+    # when the hole is on that side.
+    east = shapely.box(12, 0, 13, 1)
+    for hole, inside_hole in (((1.25, 1.5), 0.0), ((-0.5, -0.25), 0.125)):
+        bar = shapely.Polygon(
+            [(-1, 0), (2, 0), (2, 1), (-1, 1)],
+            [[(hole[0], 0.25), (hole[1], 0.25), (hole[1], 0.75), (hole[0], 0.75)]],
+        )
+        p = shapely.MultiPolygon([bar, east])
+        bound, _, _ = _bound(shapely.box(0, 0, 1, 1), p)
+        assert bound == pytest.approx(2.001 - inside_hole + 1e-9 * p.area, rel=1e-12)
+
+
+def test_densified_edges_make_one_line():
+    # A square whose edges carry 9 extra vertices each, bulging out by up to 1e-6 (a
+    # reprojected straight edge): simplified, each side is one supporting line (the side
+    # where the ring starts two), the bulge inside them.
+    t = np.linspace(0, 1, 11)[:-1]
+    bulge = 1e-6 * np.sin(np.pi * t)
+    ring = np.concatenate([
+        np.column_stack([t, -bulge]), np.column_stack([1 + bulge, t]),
+        np.column_stack([1 - t, 1 + bulge]), np.column_stack([-bulge, 1 - t]),
+    ])
+    r = shapely.Polygon(ring)
+    lines = SupportingLines(np.array([r], dtype=object))
+    assert lines.start[1] <= 5
+    d = np.einsum("vlk,lk->vl", shapely.get_coordinates(r)[:, None, :] - lines.origin[None],
+                  lines.normal)
+    assert (d >= 0).all()
+
+
+def _polygon(draw_values, cx, cy, radius):
+    """A star-shaped polygon (simple) around (cx, cy) from radii in (0.2, 1] x radius."""
+    k = len(draw_values)
+    angle = np.linspace(0, 2 * np.pi, k, endpoint=False)
+    rad = radius * np.asarray(draw_values)
+    return shapely.Polygon(np.column_stack([cx + rad * np.cos(angle), cy + rad * np.sin(angle)]))
+
+
+star = st.lists(st.floats(0.2, 1.0), min_size=3, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(star, star, st.floats(-2, 2), st.floats(-2, 2), st.floats(0.1, 3))
+def test_bound_is_an_upper_bound_and_a_shown_overlap_is_real(a, b, dx, dy, scale):
+    r = shapely.make_valid(_polygon(a, 0, 0, 1.0))
+    p = shapely.make_valid(_polygon(b, dx, dy, scale))
+    if r.area == 0 or p.area == 0 or r.geom_type not in ("Polygon", "MultiPolygon") \
+            or p.geom_type not in ("Polygon", "MultiPolygon"):
+        return
+    bound, edges, candidates = _bound(r, p)
+    with np.errstate(all="ignore"):
+        exact = shapely.intersection(r, p).area
+    assert bound >= exact * (1 - 1e-12) - 1e-12
+    prepared = np.array([r], dtype=object)
+    shapely.prepare(prepared)
+    if overlap_shown(prepared, edges, candidates, 1)[0]:
+        assert exact > 0
+
+
+def test_touching_neighbours_are_not_shown_to_overlap():
+    r = shapely.box(0, 0, 1, 1)
+    p = shapely.box(1, 0, 2, 1)  # shares r's east edge only
+    _, edges, candidates = _bound(r, p)
+    prepared = np.array([r], dtype=object)
+    shapely.prepare(prepared)
+    assert not overlap_shown(prepared, edges, candidates, 1)[0]
+
+
+def _shared_edge_grid(n, seed):
+    """Reference: a jittered grid of n x n quadrilaterals sharing corners; predicted: each
+    field shifted by up to 5 % of the cell (so it crosses into its neighbours), some missing,
+    one merged pair. Cells of 100 x 100 units."""
+    rng = np.random.default_rng(seed)
+    gx = 100.0 * np.arange(n + 1)[None, :] + rng.uniform(-15, 15, (n + 1, n + 1))
+    gy = 100.0 * np.arange(n + 1)[:, None] + rng.uniform(-15, 15, (n + 1, n + 1))
+    ref = []
+    for i in range(n):
+        for j in range(n):
+            ref.append(shapely.Polygon([(gx[i, j], gy[i, j]), (gx[i, j + 1], gy[i, j + 1]),
+                                        (gx[i + 1, j + 1], gy[i + 1, j + 1]),
+                                        (gx[i + 1, j], gy[i + 1, j])]))
+    pred = []
+    for k, field in enumerate(ref):
+        if rng.random() < 0.1:
+            continue
+        shift = rng.uniform(-5, 5, 2)
+        pred.append(shapely.affinity.translate(field, *shift))
+    pred.append(shapely.union(ref[0], ref[1]).buffer(2.0))
+    return np.array(ref, dtype=object), np.array(pred, dtype=object)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 9), st.integers(0, 10_000), st.sampled_from([0.05, 0.3, 0.5, 0.9]))
+def test_settled_pairs_give_the_maxima_of_exact_pairs(n, seed, floor):
+    ref, pred = _shared_edge_grid(n, seed)
+    ref_area, pred_area = shapely.area(ref), shapely.area(pred)
+    exact = overlap_pairs(ref, ref_area, pred, pred_area)
+    loose = overlap_pairs(ref, ref_area, pred, pred_area, iou_floor=floor)
+    rng = np.random.default_rng(seed)
+    group = rng.random(loose.n) < 0.7
+    settled = settle(loose, (np.ones(loose.n, dtype=bool), group), ref, ref_area, pred,
+                     pred_area)
+    assert settled.reference.tolist() == exact.reference.tolist()
+    assert settled.predicted.tolist() == exact.predicted.tolist()
+    fixed = ~settled.bounded
+    assert np.array_equal(settled.intersection_m2[fixed], exact.intersection_m2[fixed])
+    assert np.array_equal(settled.iou[fixed], exact.iou[fixed])
+    assert (settled.intersection_m2 >= exact.intersection_m2).all()
+    assert (settled.iou[~fixed] < floor).all()
+    # Per reference and per prediction, in all pairs and in the subset: the same maxima.
+    group = group[np.searchsorted(loose.reference * len(pred) + loose.predicted,
+                                  settled.reference * len(pred) + settled.predicted)]
+    for in_set in (np.ones(exact.n, dtype=bool), group):
+        for owner, size in ((exact.reference, len(ref)), (exact.predicted, len(pred))):
+            for values in ("intersection_m2", "iou"):
+                want = np.zeros(size)
+                np.maximum.at(want, owner[in_set], getattr(exact, values)[in_set])
+                got = np.zeros(size)
+                np.maximum.at(got, owner[in_set], getattr(settled, values)[in_set])
+                assert np.array_equal(got, want)
+
+
+def test_evaluate_gives_the_same_tables_as_with_every_pair_overlaid(monkeypatch):
+    ref, pred = _shared_edge_grid(12, 3)
+    bounded = evaluate(pred, ref)
+    original = evaluate_module.overlap_pairs
+
+    def every_pair_exact(*args, **kwargs):
+        kwargs.pop("iou_floor", None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "overlap_pairs", every_pair_exact)
+    exact = evaluate(pred, ref)
+    assert bounded.pairs.bounded.any()
+    for table in ("per_reference", "per_predicted"):
+        a, b = getattr(bounded, table), getattr(exact, table)
+        for key in a:
+            assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]), equal_nan=
+                                  np.asarray(a[key]).dtype.kind == "f"), key
+    assert bounded.metrics == exact.metrics
