@@ -143,8 +143,12 @@ def overlap_pairs(
             centre = (pred_key[pi[rest], 1:3] + pred_key[pi[rest], 3:5]) / 2.0
             own = ((ref_key[ri[rest], 1:3] <= centre) & (centre <= ref_key[ri[rest], 3:5]))
             tried = np.flatnonzero(~own.all(axis=1))
-            skip = _bounded_pairs(ri[rest[tried]], pi[rest[tried]],
-                                  prepared[local[~inside][tried]], out, rest[tried])
+            try:
+                skip = _bounded_pairs(ri[rest[tried]], pi[rest[tried]],
+                                      prepared[local[~inside][tried]], out, rest[tried])
+            except shapely.errors.GEOSException as exc:  # the bound is only a shortcut
+                logger.debug("no overlap bounds for a chunk of pairs: %s", exc)
+                skip = np.zeros(len(tried), dtype=bool)
             bounded[rest[tried[skip]]] = True
             rest = np.setdiff1d(rest, rest[tried[skip]], assume_unique=True)
         del prepared
