@@ -167,7 +167,8 @@ def overlap_pairs(
             SupportingLines(reference[refs]), edges, local_r, local_p,
             pred_key[preds, 1:5], predicted_area_m2[preds],
         )
-        low = iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor
+        low = np.isfinite(bound) & (
+            iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor)
         tested = low[pair]
         skip = low & overlap_shown(prepared_ref, edges, (edge[tested], pair[tested]), len(ri))
         out[rows[skip]] = bound[skip]
