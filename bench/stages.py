@@ -6,8 +6,9 @@
 COMMIT | tar -x -C DIR``), reading the layers as ``worker_core.py`` does. Stages are the
 ``Progress`` messages of ``core.evaluate`` (Preparing geometries, Computing overlaps,
 Boundary distances, ...), in wall seconds and in CPU seconds of all threads (which other jobs
-on the cores change least); also TP/FP/FN, mean IoU, the vertices of the prepared
-(equal-area) layers and the peak resident memory.
+on the cores change least); also TP/FP/FN, the overlapping pairs and how many of them kept a
+bound instead of an overlay, mean IoU, the vertices of the prepared (equal-area) layers and
+the peak resident memory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import shapely
 
 BENCH = Path(__file__).resolve().parent
@@ -61,6 +63,9 @@ def main(argv=None):
         "stages_cpu_s": {m: round(cpu[k + 1] - c, 2) for k, (c, (_, m)) in
                          enumerate(zip(cpu[:-1], marks[:-1]))},
         "tp_fp_fn": [metrics["count_tp"], metrics["count_fp"], metrics["count_fn"]],
+        # Overlapping pairs, and those of them left with a bound (not overlaid).
+        "pairs": [evaluation.pairs.n, int(np.sum(evaluation.pairs.bounded))
+                  if evaluation.pairs.bounded is not None else 0],
         "iou_mean": metrics["iou_mean"],
         "vertices_equal_area": [
             int(shapely.get_num_coordinates(evaluation.reference.geometries).sum()),

@@ -138,9 +138,19 @@ def overlap_pairs(
         rest = meet[~inside]
         bounded = np.zeros(len(out), dtype=bool)
         if bounding and len(rest):
-            skip = _bounded_pairs(ri[rest], pi[rest], prepared[local[~inside]], out, rest)
-            bounded[rest[skip]] = True
-            rest = rest[~skip]
+            # A prediction whose box centre is in the reference's box is mostly its own
+            # field: its bound would not be low, so it is not worked out.
+            centre = (pred_key[pi[rest], 1:3] + pred_key[pi[rest], 3:5]) / 2.0
+            own = ((ref_key[ri[rest], 1:3] <= centre) & (centre <= ref_key[ri[rest], 3:5]))
+            tried = np.flatnonzero(~own.all(axis=1))
+            try:
+                skip = _bounded_pairs(ri[rest[tried]], pi[rest[tried]],
+                                      prepared[local[~inside][tried]], out, rest[tried])
+            except shapely.errors.GEOSException as exc:  # the bound is only a shortcut
+                logger.debug("no overlap bounds for a chunk of pairs: %s", exc)
+                skip = np.zeros(len(tried), dtype=bool)
+            bounded[rest[tried[skip]]] = True
+            rest = np.setdiff1d(rest, rest[tried[skip]], assume_unique=True)
         del prepared
         ri, pi = ri[rest], pi[rest]
         out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi], area)
@@ -148,6 +158,8 @@ def overlap_pairs(
 
     def _bounded_pairs(ri, pi, prepared_ref, out, rows) -> np.ndarray:
         """Pairs to leave bounded (bool, shape (len(ri),)); their bounds go into out[rows]."""
+        if len(ri) == 0:
+            return np.zeros(0, dtype=bool)
         refs, local_r = np.unique(ri, return_inverse=True)
         preds, local_p = np.unique(pi, return_inverse=True)
         edges = Edges(predicted[preds])
@@ -155,7 +167,8 @@ def overlap_pairs(
             SupportingLines(reference[refs]), edges, local_r, local_p,
             pred_key[preds, 1:5], predicted_area_m2[preds],
         )
-        low = iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor
+        low = np.isfinite(bound) & (
+            iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor)
         tested = low[pair]
         skip = low & overlap_shown(prepared_ref, edges, (edge[tested], pair[tested]), len(ri))
         out[rows[skip]] = bound[skip]

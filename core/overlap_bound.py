@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import shapely
 
+from .segments import budget_splits
+
 #: At most this many supporting lines per reference: its simplified convex hull's longest
 #: edges (any subset of supporting lines bounds; more lines only choose better).
 MAX_LINES = 8
@@ -36,6 +38,10 @@ _SIMPLIFY_RELATIVE = 1e-3
 
 #: Added to each bound, relative to |p|: more than the rounding of its sum of cross products.
 _SLACK_RELATIVE = 1e-9
+
+#: Pairs are bounded in batches of about this many edges of their predictions (some 100
+#: bytes each while a batch is measured).
+_ROW_BATCH = 262_144
 
 
 class SupportingLines:
@@ -73,7 +79,7 @@ class SupportingLines:
         owner, a, b, length, orientation = (
             v[order] for v in (owner, a, b, length, orientation))
         rank = np.arange(len(owner)) - np.searchsorted(owner, owner)
-        keep = (rank < MAX_LINES) & (length > 0)
+        keep = (rank < MAX_LINES) & (length > 0) & (orientation != 0)
         owner, a, b, length, orientation = (
             v[keep] for v in (owner, a, b, length, orientation))
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -151,24 +157,37 @@ def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
         better = d < depth[alive]
         depth[alive[better]], best[alive[better]] = d[better], line[better]
     pairs = np.flatnonzero(depth < 0)
-    line = best[pairs]
-    p = predicted[pairs]
+    per_pair = edges.start[predicted[pairs] + 1] - edges.start[predicted[pairs]]
+    edge_parts, pair_parts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for lo, hi in budget_splits(per_pair, _ROW_BATCH):
+        batch = pairs[lo:hi]
+        area, edge, owner = _clipped_areas(lines, edges, best[batch], predicted[batch])
+        bound[batch] = area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
+        edge_parts.append(edge)
+        pair_parts.append(batch[owner])
+    return bound, (np.concatenate(edge_parts), np.concatenate(pair_parts))
+
+
+def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray):
+    """|p ∩ H| for pairs of a line (its inner half-plane H) and a prediction, with the
+    vertices of p in H: (areas (n,), their edge positions, their pair positions)."""
     per_pair = edges.start[p + 1] - edges.start[p]
-    row_pair = np.repeat(np.arange(len(pairs)), per_pair)
+    row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
                 - np.repeat(np.cumsum(per_pair) - per_pair, per_pair)
                 + np.repeat(edges.start[p], per_pair))
-    # Which vertices lie in the half-plane (to ~1e-9 of the coordinates: the bound's slack
-    # covers a vertex put on the wrong side, and the kept edges are measured precisely).
-    nx, ny = lines.normal[line, 0], lines.normal[line, 1]
-    offset = lines.origin[line, 0] * nx + lines.origin[line, 1] * ny
-    side = (edges.xy0[row_edge, 0] * np.repeat(nx, per_pair)
-            + edges.xy0[row_edge, 1] * np.repeat(ny, per_pair)
-            >= np.repeat(offset, per_pair))
+    # Which vertices lie in the half-plane: one product per vertex, relative to the line's
+    # origin (exact to rounding of the polygon's own size, not of its coordinates).
+    ox, oy = np.repeat(lines.origin[line, 0], per_pair), np.repeat(lines.origin[line, 1], per_pair)
+    side = ((edges.xy0[row_edge, 0] - ox) * np.repeat(lines.normal[line, 0], per_pair)
+            + (edges.xy0[row_edge, 1] - oy) * np.repeat(lines.normal[line, 1], per_pair)
+            >= 0.0)
+    del ox, oy
     in1 = side[np.arange(len(side)) + edges.step[row_edge]]
     part = np.flatnonzero(side | in1)
     in0, in1 = side[part], in1[part]
     edge, owner = row_edge[part], row_pair[part]
+    del side, row_edge, row_pair
     origin, normal = lines.origin[line[owner]], lines.normal[line[owner]]
     u0x, u0y = edges.xy0[edge, 0] - origin[:, 0], edges.xy0[edge, 1] - origin[:, 1]
     u1x, u1y = edges.xy1[edge, 0] - origin[:, 0], edges.xy1[edge, 1] - origin[:, 1]
@@ -180,11 +199,9 @@ def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
     q0x, q0y = np.where(in0, u0x, cx), np.where(in0, u0y, cy)
     q1x, q1y = np.where(in1, u1x, cx), np.where(in1, u1y, cy)
     cross = (q0x * q1y - q1x * q0y) * edges.sense[edge]
-    area = np.bincount(owner, cross, minlength=len(pairs)) / 2.0
-    bound[pairs] = np.maximum(area, 0.0) + _SLACK_RELATIVE * predicted_area[p]
+    area = np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
     # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
-    inner = in0
-    return bound, (edge[inner], pairs[owner[inner]])
+    return area, edge[in0], owner[in0]
 
 
 def overlap_shown(prepared_reference: np.ndarray, edges: Edges, candidates,

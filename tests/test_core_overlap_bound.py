@@ -185,3 +185,22 @@ def test_evaluate_gives_the_same_tables_as_with_every_pair_overlaid(monkeypatch)
             assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]), equal_nan=
                                   np.asarray(a[key]).dtype.kind == "f"), key
     assert bounded.metrics == exact.metrics
+
+
+def test_bounds_in_small_batches_are_the_same(monkeypatch):
+    from iou_evaluation.core import overlap_bound
+
+    ref, pred = _shared_edge_grid(6, 5)
+    r, p = np.meshgrid(np.arange(len(ref)), np.arange(len(pred)), indexing="ij")
+    r, p = r.ravel(), p.ravel()
+    lines, edges = SupportingLines(ref), Edges(pred)
+    args = (lines, edges, r, p, shapely.bounds(pred), shapely.area(pred))
+    whole = bounded_slivers(*args)
+    monkeypatch.setattr(overlap_bound, "_ROW_BATCH", 7)
+    batched = bounded_slivers(*args)
+    assert np.array_equal(whole[0], batched[0])
+    def keys(candidates):
+        edge, pair = candidates
+        return np.sort(pair * len(edges.sense) + edge)
+
+    assert np.array_equal(keys(whole[1]), keys(batched[1]))
