@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from .overlap_bound import Edges, SupportingLines, bounded_slivers, overlap_shown
+from .overlap_bound import SupportingLines, bounded_slivers, overlap_shown
 from .parallel import ProgressCallback, run_chunks, split, split_weighted
 
 logger = logging.getLogger(__name__)
@@ -162,15 +162,14 @@ def overlap_pairs(
             return np.zeros(0, dtype=bool)
         refs, local_r = np.unique(ri, return_inverse=True)
         preds, local_p = np.unique(pi, return_inverse=True)
-        edges = Edges(predicted[preds])
-        bound, (edge, pair) = bounded_slivers(
-            SupportingLines(reference[refs]), edges, local_r, local_p,
+        bound, (xy, pair) = bounded_slivers(
+            SupportingLines(reference[refs]), predicted[preds], local_r, local_p,
             pred_key[preds, 1:5], predicted_area_m2[preds],
         )
         low = np.isfinite(bound) & (
             iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor)
         tested = low[pair]
-        skip = low & overlap_shown(prepared_ref, edges, (edge[tested], pair[tested]), len(ri))
+        skip = low & overlap_shown(prepared_ref, (xy[tested], pair[tested]), len(ri))
         out[rows[skip]] = bound[skip]
         return skip
 

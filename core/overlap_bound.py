@@ -123,23 +123,27 @@ class Edges:
         self.start = np.searchsorted(owner, np.arange(len(geometries) + 1))
 
 
-def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
-                    predicted: np.ndarray, predicted_box: np.ndarray,
-                    predicted_area: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
+                    reference: np.ndarray, predicted: np.ndarray, predicted_box: np.ndarray,
+                    predicted_area: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Upper bounds on |r ∩ p| for pairs, and the vertices of p that may show an overlap.
 
     Args:
         lines: supporting lines of the references (indexed by ``reference``).
-        edges: edges of the predictions (indexed by ``predicted``).
+        predicted_geometries: object array, shape (n_pred,), polygonal, same planar CRS.
         reference, predicted: int64, shape (n,): the pairs.
         predicted_box: float, shape (n_pred, 4): (xmin, ymin, xmax, ymax) of the predictions.
         predicted_area: float, shape (n_pred,): |p| in the same (planar) units.
 
     Returns:
-        (bound, candidates): float (n,) upper bounds in squared units (inf for a reference
-        without a line); candidates = (edge positions into ``edges``, pair positions), int64
-        arrays of one shape: the vertices (edge starts) of p on r's side of the line used,
-        where a sliver's vertices inside r are (``overlap_shown`` tests them).
+        (bound, candidates): float (n,) upper bounds in squared units (inf where none was
+        worked out: a reference without a line, or p's box centre inside every line's
+        half-plane); candidates = (xy, pair): float (m, 2) vertices of p on r's side of the
+        line used, where a sliver's vertices inside r are, and int64 (m,) their pairs
+        (``overlap_shown`` tests them).
+
+    Memory: pairs are measured in batches of about ``_ROW_BATCH`` edges of their
+    predictions, edges extracted per batch.
     """
     n = len(reference)
     bound = np.full(n, np.inf)
@@ -157,20 +161,22 @@ def bounded_slivers(lines: SupportingLines, edges: Edges, reference: np.ndarray,
         better = d < depth[alive]
         depth[alive[better]], best[alive[better]] = d[better], line[better]
     pairs = np.flatnonzero(depth < 0)
-    per_pair = edges.start[predicted[pairs] + 1] - edges.start[predicted[pairs]]
-    edge_parts, pair_parts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-    for lo, hi in budget_splits(per_pair, _ROW_BATCH):
+    size = shapely.get_num_coordinates(predicted_geometries)[predicted[pairs]]
+    xy_parts, pair_parts = [np.zeros((0, 2))], [np.zeros(0, dtype=np.int64)]
+    for lo, hi in budget_splits(size, _ROW_BATCH):
         batch = pairs[lo:hi]
-        area, edge, owner = _clipped_areas(lines, edges, best[batch], predicted[batch])
+        shapes, local = np.unique(predicted[batch], return_inverse=True)
+        area, xy, owner = _clipped_areas(
+            lines, Edges(predicted_geometries[shapes]), best[batch], local)
         bound[batch] = area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
-        edge_parts.append(edge)
+        xy_parts.append(xy)
         pair_parts.append(batch[owner])
-    return bound, (np.concatenate(edge_parts), np.concatenate(pair_parts))
+    return bound, (np.concatenate(xy_parts), np.concatenate(pair_parts))
 
 
 def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray):
-    """|p ∩ H| for pairs of a line (its inner half-plane H) and a prediction, with the
-    vertices of p in H: (areas (n,), their edge positions, their pair positions)."""
+    """|p ∩ H| for pairs of a line (its inner half-plane H) and a prediction (positions into
+    ``edges``), with the vertices of p in H: (areas (n,), their xy (m, 2), their pairs (m,))."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
@@ -201,25 +207,22 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     cross = (q0x * q1y - q1x * q0y) * edges.sense[edge]
     area = np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
     # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
-    return area, edge[in0], owner[in0]
+    return area, edges.xy0[edge[in0]], owner[in0]
 
 
-def overlap_shown(prepared_reference: np.ndarray, edges: Edges, candidates,
-                  n: int) -> np.ndarray:
+def overlap_shown(prepared_reference: np.ndarray, candidates, n: int) -> np.ndarray:
     """Pairs shown to overlap with positive area: one of p's vertices lies strictly inside r.
 
     Args:
         prepared_reference: object array, shape (n,), each pair's reference (``shapely
             .prepare``d for speed).
-        edges: the predictions' edges.
-        candidates: (edge positions, pair positions), int64 arrays of one shape: vertices
-            (edge starts) to test, as ``bounded_slivers`` returns them.
+        candidates: (xy, pair): float (m, 2) points and int64 (m,) their pair positions, as
+            ``bounded_slivers`` returns them.
         n: number of pairs.
 
     Returns:
         bool (n,). False means only "not shown", not "no overlap".
     """
-    edge, pair = candidates
-    xy = edges.xy0[edge]
+    xy, pair = candidates
     inside = shapely.contains_xy(prepared_reference[pair], xy[:, 0], xy[:, 1])
     return np.bincount(pair[inside], minlength=n) > 0

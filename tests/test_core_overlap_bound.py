@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
 from iou_evaluation.core.overlap import overlap_pairs, settle
 from iou_evaluation.core.overlap_bound import (
-    Edges,
     SupportingLines,
     bounded_slivers,
     overlap_shown,
@@ -23,12 +22,11 @@ evaluate_module = importlib.import_module("iou_evaluation.core.evaluate")
 def _bound(r, p):
     """bounded_slivers for the single pair (r, p)."""
     lines = SupportingLines(np.array([r], dtype=object))
-    edges = Edges(np.array([p], dtype=object))
     bound, candidates = bounded_slivers(
-        lines, edges, np.array([0]), np.array([0]),
+        lines, np.array([p], dtype=object), np.array([0]), np.array([0]),
         shapely.bounds(np.array([p], dtype=object)), np.array([p.area]),
     )
-    return bound[0], edges, candidates
+    return bound[0], candidates
 
 
 def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
@@ -37,7 +35,7 @@ def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
     # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9.
     r = shapely.box(0, 0, 1, 1)
     p = shapely.box(0.9, 0, 2, 1)
-    bound, _, _ = _bound(r, p)
+    bound, _ = _bound(r, p)
     assert bound == pytest.approx(0.101 + 1.1e-9, rel=1e-12)
 
 
@@ -53,7 +51,7 @@ def test_bound_counts_holes_and_parts():
             [[(hole[0], 0.25), (hole[1], 0.25), (hole[1], 0.75), (hole[0], 0.75)]],
         )
         p = shapely.MultiPolygon([bar, east])
-        bound, _, _ = _bound(shapely.box(0, 0, 1, 1), p)
+        bound, _ = _bound(shapely.box(0, 0, 1, 1), p)
         assert bound == pytest.approx(2.001 - inside_hole + 1e-9 * p.area, rel=1e-12)
 
 
@@ -94,23 +92,23 @@ def test_bound_is_an_upper_bound_and_a_shown_overlap_is_real(a, b, dx, dy, scale
     if r.area == 0 or p.area == 0 or r.geom_type not in ("Polygon", "MultiPolygon") \
             or p.geom_type not in ("Polygon", "MultiPolygon"):
         return
-    bound, edges, candidates = _bound(r, p)
+    bound, candidates = _bound(r, p)
     with np.errstate(all="ignore"):
         exact = shapely.intersection(r, p).area
     assert bound >= exact * (1 - 1e-12) - 1e-12
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    if overlap_shown(prepared, edges, candidates, 1)[0]:
+    if overlap_shown(prepared, candidates, 1)[0]:
         assert exact > 0
 
 
 def test_touching_neighbours_are_not_shown_to_overlap():
     r = shapely.box(0, 0, 1, 1)
     p = shapely.box(1, 0, 2, 1)  # shares r's east edge only
-    _, edges, candidates = _bound(r, p)
+    _, candidates = _bound(r, p)
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    assert not overlap_shown(prepared, edges, candidates, 1)[0]
+    assert not overlap_shown(prepared, candidates, 1)[0]
 
 
 def _shared_edge_grid(n, seed):
@@ -193,14 +191,25 @@ def test_bounds_in_small_batches_are_the_same(monkeypatch):
     ref, pred = _shared_edge_grid(6, 5)
     r, p = np.meshgrid(np.arange(len(ref)), np.arange(len(pred)), indexing="ij")
     r, p = r.ravel(), p.ravel()
-    lines, edges = SupportingLines(ref), Edges(pred)
-    args = (lines, edges, r, p, shapely.bounds(pred), shapely.area(pred))
+    args = (SupportingLines(ref), pred, r, p, shapely.bounds(pred), shapely.area(pred))
     whole = bounded_slivers(*args)
     monkeypatch.setattr(overlap_bound, "_ROW_BATCH", 7)
-    batched = bounded_slivers(*args)
-    assert np.array_equal(whole[0], batched[0])
-    def keys(candidates):
-        edge, pair = candidates
-        return np.sort(pair * len(edges.sense) + edge)
+    built = []
+    edges = overlap_bound.Edges
 
-    assert np.array_equal(keys(whole[1]), keys(batched[1]))
+    def recorded(geometries):
+        built.append(int(shapely.get_num_coordinates(geometries).sum()))
+        return edges(geometries)
+
+    monkeypatch.setattr(overlap_bound, "Edges", recorded)
+    batched = bounded_slivers(*args)
+    # Edges are extracted batch by batch: one prediction at a time here (the batch of 7
+    # coordinates holds one quadrilateral of 5; the merged field alone is larger).
+    assert len(built) > 1
+    assert max(built) == int(shapely.get_num_coordinates(pred).max())
+    assert np.array_equal(whole[0], batched[0])
+    def rows(candidates):
+        xy, pair = candidates
+        return sorted(zip(pair.tolist(), map(tuple, xy.tolist())))
+
+    assert rows(whole[1]) == rows(batched[1])
