@@ -138,11 +138,11 @@ def overlap_pairs(
         rest = meet[~inside]
         bounded = np.zeros(len(out), dtype=bool)
         if bounding and len(rest):
-            # A prediction whose box centre is in the reference's box is mostly its own
-            # field: its bound would not be low, so it is not worked out.
+            # A prediction whose box centre is in the reference is mostly its own field: its
+            # bound would not be low, so it is not worked out.
             centre = (pred_key[pi[rest], 1:3] + pred_key[pi[rest], 3:5]) / 2.0
-            own = ((ref_key[ri[rest], 1:3] <= centre) & (centre <= ref_key[ri[rest], 3:5]))
-            tried = np.flatnonzero(~own.all(axis=1))
+            own = shapely.contains_xy(prepared[local[~inside]], centre[:, 0], centre[:, 1])
+            tried = np.flatnonzero(~own)
             try:
                 skip = _bounded_pairs(ri[rest[tried]], pi[rest[tried]],
                                       prepared[local[~inside][tried]], out, rest[tried])
