@@ -15,6 +15,10 @@ columns ``field_id``. Predicted (``pred_id``, ``score``, ``kind``), in random or
 - ``merge`` (4 % of fields): a field and its eastern neighbour as one noisy polygon;
 - (miss, 3 %): no prediction.
 
+With ``--rotate DEG`` both layers are turned by DEG degrees (counter-clockwise) about the
+grid's origin: the same fields with edges in every direction (boxes then overlap more
+neighbours).
+
 Command (project venv)::
 
     .venv/bin/python bench/generate_shared.py --n 50000 --out bench/data/shared_50k_seed0.gpkg
@@ -100,19 +104,36 @@ def _noisy_outlines(shapes: np.ndarray, rng) -> np.ndarray:
     return out
 
 
+def _rotated(geometries: np.ndarray, degrees: float) -> np.ndarray:
+    """The geometries turned by ``degrees`` about (ORIGIN_E_M, ORIGIN_N_M), to 0.01 m."""
+    a = math.radians(degrees)
+    xy = shapely.get_coordinates(geometries) - (ORIGIN_E_M, ORIGIN_N_M)
+    turned = xy @ np.array([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])
+    out = shapely.set_coordinates(geometries.copy(), np.round(turned + (ORIGIN_E_M, ORIGIN_N_M), 2))
+    bad = ~shapely.is_valid(out)
+    out[bad] = shapely.make_valid(out[bad])
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, required=True, help="number of reference fields")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--summary", type=Path)
+    parser.add_argument("--rotate", type=float, default=0.0,
+                        help="turn both layers by this many degrees about the grid's origin")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     layers = generate_shared_fields(args.n, args.seed)
+    if args.rotate:
+        layers = (_rotated(layers[0], args.rotate), layers[1], _rotated(layers[2], args.rotate),
+                  *layers[3:])
     write_geopackage(args.out, *layers)
     if args.summary:
         args.summary.write_text(json.dumps({
-            "n": args.n, "seed": args.seed, "n_reference": len(layers[0]),
+            "n": args.n, "seed": args.seed, "rotate_degrees": args.rotate,
+            "n_reference": len(layers[0]),
             "n_predicted": len(layers[2]), "crs": layers[4],
         }, indent=2))
     print(f"{args.out}: {len(layers[0])} reference, {len(layers[2])} predicted rows "
