@@ -68,8 +68,8 @@ class SupportingLines:
         a, b, owner = xy[:-1][same], xy[1:][same], owner[:-1][same]
         first = np.searchsorted(owner, owner)
         base = a[first]
-        # Hull rings are closed; orientation from their signed area (lines of a degenerate
-        # hull, a segment or a point, get a zero normal: every point is on them).
+        # Hull rings are closed; orientation from their signed area (a degenerate hull, a
+        # segment or a point, gets no line).
         cross = ((a[:, 0] - base[:, 0]) * (b[:, 1] - base[:, 1])
                  - (b[:, 0] - base[:, 0]) * (a[:, 1] - base[:, 1]))
         n = len(geometries)
