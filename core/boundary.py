@@ -66,8 +66,12 @@ _CHUNK_VERTICES = 80_000
 
 #: The candidate search, and the envelopes, handle this many pieces at a time (a bound on
 #: the memory of a search; a chunk's pieces usually fit in one).
-_SEARCH_BATCH = 65_536
+_SEARCH_BATCH = 8192
 _ENVELOPE_BATCH = 65_536
+
+#: The envelope of a batch handles its intervals, and its pieces, in blocks of about this
+#: many (intervals, or cut points): their temporaries then stay in the cache.
+_ENVELOPE_BLOCK = 16_384
 
 #: Up to this many pieces with a few functions (after halving) go to the envelope at once,
 #: padded to the widest.
@@ -1473,6 +1477,10 @@ def _envelope(length, frame, fid):
     quadratic vanishes. Between consecutive crossings one function is the least; it is found
     at the middle and integrated exactly.
 
+    The intervals, and then the pieces, are processed in blocks of about ``_ENVELOPE_BLOCK``
+    (their many temporaries then stay in the cache); only the sort of the cut points takes
+    them all at once, so the results do not depend on the blocks.
+
     Args:
         length: float array, shape (m,): piece lengths.
         frame: the segment frames (``axis_frame``) of the w rows of each piece, a float
@@ -1481,6 +1489,36 @@ def _envelope(length, frame, fid):
     Returns:
         (integral, maximum), float arrays of shape (m,).
     """
+    w, m = frame.shape[1:]
+    inner_piece, inner_s = _crossings(length, frame, fid)
+    inner_len = length[inner_piece]
+    inner_s = np.minimum(np.maximum(inner_s, 0.0), inner_len)
+    # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
+    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
+    # so its bits as int64 sort the same way (and ties alike), and faster.
+    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
+    inner_piece, inner_s = inner_piece[order], inner_s[order]
+    del order, inner_len
+    integral = np.empty(m)
+    maximum = np.zeros(m)
+    # Blocks of pieces with about _ENVELOPE_BLOCK cut points: each piece's points are a run of
+    # the sorted ones.
+    per_block = max(1, int(_ENVELOPE_BLOCK * m // max(len(inner_piece), 1)))
+    edges = np.searchsorted(inner_piece, np.arange(0, m + per_block, per_block))
+    for k, p0 in enumerate(range(0, m, per_block)):
+        p1 = min(p0 + per_block, m)
+        i0, i1 = edges[k], edges[k + 1]
+        integral[p0:p1], maximum[p0:p1] = _envelope_parts(
+            length[p0:p1], frame[:, :, p0:p1], inner_piece[i0:i1] - p0, inner_s[i0:i1])
+    return integral, maximum
+
+
+def _crossings(length, frame, fid):
+    """The cut points inside the pieces of ``_envelope``, unsorted: where two functions
+    cross, and the ends of the intervals where two are equal. Returns (piece, s) arrays in
+    the order of the intervals (k, pair, piece) of the (5, pairs, m) array of ``_envelope``:
+    the starts and then the ends of the intervals of equal functions, then the first and
+    then the second roots."""
     tau0, alpha, eta0, beta, seg_len = frame
     w, m = tau0.shape
     e1, e2, backward = regime_cuts(tau0, alpha, seg_len, length)
@@ -1510,66 +1548,72 @@ def _envelope(length, frame, fid):
     at = np.flatnonzero(live)  # the interval (k, pair, piece) of the (5, pairs, m) array
     del live, start
     edges = edges.reshape(-1)
-    lo, hi = edges[at], edges[at + n_pairs * m]
-    del edges
-    # The columns of the two functions' quadratics in ``quad``, for every interval and then
-    # for the live ones: cheaper than index arithmetic on the live ones.
+    regime_i, regime_j = regime_i.reshape(-1), regime_j.reshape(-1)
+    # The columns of the two functions' quadratics in ``quad``, less the regime's part.
     size = w * m
-    qi, qj = regime_i.astype(np.int64), regime_j.astype(np.int64)
-    del regime_i, regime_j
-    qi *= size
-    qi += ic[:, None] * m + np.arange(m)
-    qj *= size
-    qj += jc[:, None] * m + np.arange(m)
-    qi, qj = qi.reshape(-1)[at], qj.reshape(-1)[at]
-    piece = at // m  # integer division by a scalar is fast, unlike %
-    piece *= m
-    np.subtract(at, piece, out=piece)
-    del at
-    a2, a1, a0 = np.take(quad, qi, axis=1)
-    b2, b1, b0 = np.take(quad, qj, axis=1)
-    del qi, qj, quad
-    d2, d1, d0 = a2 - b2, a1 - b1, a0 - b0
-    interval_len = length[piece]
-    # Where two functions are equal on a whole interval (the distance to a vertex both
-    # segments end at), the least one can change at the interval's ends.
-    # The test on d0 first (it seldom holds), then the others on the few that pass.
-    same = a0 + b0
-    same += interval_len * interval_len
-    same *= _ROOT_SLACK
-    same = np.flatnonzero(np.abs(d0) <= same)
-    if len(same):
-        same = same[
-            (np.abs(d2[same]) <= _ROOT_SLACK)
-            & (np.abs(d1[same]) <= _ROOT_SLACK * (np.abs(a1[same]) + np.abs(b1[same])
-                                                   + interval_len[same]))
-        ]
-    del a2, a1, a0, b2, b1, b0
+    base_i = (ic[:, None] * m + np.arange(m)).reshape(-1)
+    base_j = (jc[:, None] * m + np.arange(m)).reshape(-1)
+    n_slots = n_pairs * m
+    same_piece, same_lo, same_hi, root_piece, root_s = [], [], [], ([], []), ([], [])
+    for b in range(0, len(at), _ENVELOPE_BLOCK):
+        a = at[b:b + _ENVELOPE_BLOCK]
+        lo, hi = edges[a], edges[a + n_slots]
+        slot = a // n_slots  # the interval k, then the (pair, piece) of the slot
+        slot *= n_slots
+        np.subtract(a, slot, out=slot)
+        qi, qj = regime_i[a].astype(np.int64), regime_j[a].astype(np.int64)
+        qi *= size
+        qi += base_i[slot]
+        qj *= size
+        qj += base_j[slot]
+        piece = a // m  # integer division by a scalar is fast, unlike %
+        piece *= m
+        np.subtract(a, piece, out=piece)
+        del slot
+        a2, a1, a0 = np.take(quad, qi, axis=1)
+        b2, b1, b0 = np.take(quad, qj, axis=1)
+        del qi, qj
+        d2, d1, d0 = a2 - b2, a1 - b1, a0 - b0
+        interval_len = length[piece]
+        # Where two functions are equal on a whole interval (the distance to a vertex both
+        # segments end at), the least one can change at the interval's ends.
+        # The test on d0 first (it seldom holds), then the others on the few that pass.
+        same = a0 + b0
+        same += interval_len * interval_len
+        same *= _ROOT_SLACK
+        same = np.flatnonzero(np.abs(d0) <= same)
+        if len(same):
+            same = same[
+                (np.abs(d2[same]) <= _ROOT_SLACK)
+                & (np.abs(d1[same]) <= _ROOT_SLACK * (np.abs(a1[same]) + np.abs(b1[same])
+                                                       + interval_len[same]))
+            ]
+        del a2, a1, a0, b2, b1, b0
+        # Two functions that touch (at a vertex of the other boundary that the piece passes
+        # through, both are 0 there) give a double root: kept despite rounding.
+        same_piece.append(piece[same])
+        same_lo.append(lo[same])
+        same_hi.append(hi[same])
+        del same
+        near = _ROOT_SLACK * interval_len
+        del interval_len
+        lo -= near
+        hi += near
+        del near
+        for k, root in enumerate(quadratic_roots(d2, d1, d0, _ROOT_SLACK)):
+            inside = np.flatnonzero((root >= lo) & (root <= hi))
+            root_piece[k].append(piece[inside])
+            root_s[k].append(root[inside])
+        del piece, lo, hi, d2, d1, d0
+    pieces = same_piece + same_piece + root_piece[0] + root_piece[1]
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(pieces), np.concatenate(same_lo + same_hi + root_s[0] + root_s[1])
 
-    # Cut points inside the pieces: where two functions cross, and the ends of the intervals
-    # where two are equal. Two functions that touch (at a vertex of the other boundary that
-    # the piece passes through, both are 0 there) give a double root: kept despite rounding.
-    point_piece, point_s = [piece[same], piece[same]], [lo[same], hi[same]]
-    del same
-    near = _ROOT_SLACK * interval_len
-    del interval_len
-    lo -= near
-    hi += near
-    del near
-    for root in quadratic_roots(d2, d1, d0, _ROOT_SLACK):
-        inside = np.flatnonzero((root >= lo) & (root <= hi))
-        point_piece.append(piece[inside])
-        point_s.append(root[inside])
-    del piece, lo, hi, d2, d1, d0
-    inner_piece = np.concatenate(point_piece)
-    inner_len = length[inner_piece]
-    inner_s = np.minimum(np.maximum(np.concatenate(point_s), 0.0), inner_len)
-    # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
-    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
-    # so its bits as int64 sort the same way (and ties alike), and faster.
-    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
-    inner_piece, inner_s = inner_piece[order], inner_s[order]
-    del order, inner_len
+
+def _envelope_parts(length, frame, inner_piece, inner_s):
+    """``_envelope`` of pieces given their cut points (sorted by piece, then position)."""
+    w, m = frame.shape[1:]
     # Each piece's cut points: its start (s = 0), those inside in order, its end (s = L).
     count = np.bincount(inner_piece, minlength=m) + 2
     point_piece = group_ids(count)
@@ -1600,11 +1644,12 @@ def _envelope(length, frame, fid):
     del point_piece, point_s, point_len, part, keep, start, end, gap
 
     # The least function on each part, found at its middle (the first of equal ones).
+    frame = np.ascontiguousarray(frame).reshape(5, -1)  # row t of piece p: column t m + p
     mid = 0.5 * (s_lo + s_hi)
     chosen = np.zeros(len(mid), dtype=np.int64)
-    least = _squared_distance(*np.take(frame[:, 0], part_piece, axis=1), mid)
+    least = _squared_distance(*np.take(frame, part_piece, axis=1), mid)
     for t in range(1, w):
-        d = _squared_distance(*np.take(frame[:, t], part_piece, axis=1), mid)
+        d = _squared_distance(*np.take(frame, part_piece + t * m, axis=1), mid)
         lower = d < least
         chosen[lower] = t
         np.minimum(least, d, out=least)
@@ -1614,7 +1659,7 @@ def _envelope(length, frame, fid):
     last = np.append(run[1:], len(chosen)) - 1
     part_piece, s_lo, s_hi = part_piece[run], s_lo[run], s_hi[last]
     row = chosen[run] * m + part_piece
-    t0, al, e0, be, sl = np.take(frame.reshape(5, -1), row, axis=1)
+    t0, al, e0, be, sl = np.take(frame, row, axis=1)
     t0 += al * s_lo
     e0 += be * s_lo
     part_len = s_hi - s_lo
