@@ -66,12 +66,12 @@ _CHUNK_VERTICES = 80_000
 
 #: The candidate search, and the envelopes, handle this many pieces at a time (a bound on
 #: the memory of a search; a chunk's pieces usually fit in one).
-_SEARCH_BATCH = 8192
+_SEARCH_BATCH = 32_768
 _ENVELOPE_BATCH = 65_536
 
 #: The envelope of a batch handles its intervals, and its pieces, in blocks of about this
 #: many (intervals, or cut points): their temporaries then stay in the cache.
-_ENVELOPE_BLOCK = 16_384
+_ENVELOPE_BLOCK = 65_536
 
 #: Up to this many pieces with a few functions (after halving) go to the envelope at once,
 #: padded to the widest.
@@ -91,6 +91,10 @@ _FIRST_PIECE_BLOCK = 16_384
 #: The integration of a block takes at most this many candidate rows at once (some 200
 #: bytes each); a block's next one is sized for it.
 _REFINE_ROWS = 1_000_000
+
+#: ``_refine`` frames and sorts the rows of this many pieces at a time (their temporaries
+#: then stay in the cache).
+_REFINE_BLOCK = 32_768
 
 #: A candidate search gathers at most this many (piece, segment) rows at once, and scans at
 #: most this many rows of cells (a bound on its memory, some 200 bytes a row); a batch of
@@ -1295,53 +1299,51 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
     integral = np.zeros(n)
     while len(pieces.pair):
         length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
-        frame = _row_frames(bounds, pieces, length, rows)
-        rows, frame, fid = _drop_dominated(bounds, pieces, length, rows, frame, n_seg)
-        pr = rows.piece
-        new_piece = run_starts(pr)
-        starts = np.flatnonzero(new_piece)
-        ends = np.append(starts[1:], len(pr))
-        n_rows = ends - starts
-        # A piece has a single function when its ids do not change along its rows.
-        changes = np.cumsum(run_starts(fid) & ~new_piece)
-        single = changes[ends - 1] == changes[starts]
-        exact = single | (n_rows <= _EXACT_MAX_ROWS)
+        # The rows' frames, in blocks of pieces (their temporaries then stay in the cache):
+        # the pieces with one function are integrated there, the others gathered by kind.
+        blocks = []
+        for p0, p1, r0, r1 in _refine_blocks(rows.piece, len(pieces.pair)):
+            block_pieces = _Pieces(pieces.x0[p0:p1], pieces.y0[p0:p1], pieces.x1[p0:p1],
+                                   pieces.y1[p0:p1], pieces.pair[p0:p1])
+            block_rows = _Rows(rows.piece[r0:r1] - p0, rows.seg[r0:r1], rows.d0[r0:r1],
+                               rows.d1[r0:r1], rows.dmin[r0:r1])
+            blocks.append(_classify(bounds, block_pieces, length[p0:p1], block_rows, n_seg,
+                                    p0))
+            del block_pieces, block_rows
+        del rows
 
         # One function: exact integral; the maximum is at an end (convexity).
-        sp = np.flatnonzero(single)
-        first = starts[sp]
-        piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
-        piece_max = np.maximum(rows.d0[first], rows.d1[first])
+        sp, piece_integral, piece_max = _joined([b[0] for b in blocks])
         _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n,
              None if pieces.weight is None else pieces.weight[sp])
+        del sp, piece_integral, piece_max
 
         # A few functions: cut where they cross, then as above. Pieces with the same number of
         # rows go together, as (rows, pieces) arrays; few pieces (after halving) go at once,
         # padded to the widest by repeating a piece's last row (an equal function changes
         # nothing), which saves calls.
-        multi = np.flatnonzero(exact & ~single)
-        if len(multi) <= _FEW_PIECES:
-            groups = [(multi, int(n_rows[multi].max(initial=0)))]
-        else:
-            groups = [(multi[n_rows[multi] == w], w) for w in range(2, _EXACT_MAX_ROWS + 1)]
-        for pieces_w, width in groups:
+        by_width = [_joined([b[1][w] for b in blocks], axis=-1)
+                    for w in range(2, _EXACT_MAX_ROWS + 1)]
+        n_multi = sum(len(group[0]) for group in by_width)
+        if n_multi <= _FEW_PIECES:
+            by_width = [_padded(by_width)] if n_multi else []
+        for multi, multi_frame, multi_fid in by_width:
             # In batches: the envelope's many temporaries then stay in the cache.
-            for start in range(0, len(pieces_w), _ENVELOPE_BATCH):
-                few = pieces_w[start:start + _ENVELOPE_BATCH]
-                at = starts[few] + np.minimum(np.arange(width)[:, None], n_rows[few] - 1)
-                few_integral, few_max = _envelope(length[few], np.take(frame, at, axis=1),
-                                                  fid[at])
+            for start in range(0, len(multi), _ENVELOPE_BATCH):
+                few = multi[start:start + _ENVELOPE_BATCH]
+                end = start + len(few)
+                few_integral, few_max = _envelope(length[few], multi_frame[:, :, start:end],
+                                                  multi_fid[:, start:end])
                 _add(integral, h_low, pieces.pair[few], few_integral, few_max, n,
                      None if pieces.weight is None else pieces.weight[few])
+        del by_width
 
         # More: bracket, finish the pieces whose brackets meet the bounds, halve the others.
-        many = np.flatnonzero(~exact)
-        if len(many) == 0:
+        many = [b[2] for b in blocks if b[2] is not None]
+        del blocks
+        if not many:
             break
-        in_many = np.flatnonzero(~exact[pr])
-        many_rows = rows[in_many]
-        many_rows.piece = (np.cumsum(~exact) - 1)[many_rows.piece]
-        many_frame = np.take(frame, in_many, axis=1)
+        many, many_rows, many_frame = _joined_rows(many)
         pair = pieces.pair[many]
         lo, hi, max_lo, max_hi, d_mid = _piece_bounds(length[many], many_rows, many_frame)
         many_length = length[many]
@@ -1363,6 +1365,93 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
         parent_rows.piece = (np.cumsum(~done) - 1)[parent_rows.piece]
         pieces, rows = _halve(bounds, pieces[many[~done]], parent_rows, d_mid[row_split])
     return integral
+
+
+def _refine_blocks(row_piece, m):
+    """(p0, p1, r0, r1): consecutive blocks of at most ``_REFINE_BLOCK`` pieces [p0, p1)
+    and their rows [r0, r1) (``row_piece``: piece of each row, sorted)."""
+    if m <= _REFINE_BLOCK:
+        return [(0, m, 0, len(row_piece))]
+    cuts = np.arange(0, m + _REFINE_BLOCK, _REFINE_BLOCK)
+    cuts[-1] = m
+    at = np.searchsorted(row_piece, cuts)
+    return [(int(cuts[k]), int(cuts[k + 1]), int(at[k]), int(at[k + 1]))
+            for k in range(len(cuts) - 1)]
+
+
+def _classify(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows, n_seg, offset):
+    """The first step of ``_refine`` on a block of pieces: the rows' frames and function ids
+    (``_drop_dominated``), the pieces with one function integrated, the others gathered.
+
+    Returns ``(single, multi, many)``, piece positions plus ``offset``:
+    ``single`` = (positions of the pieces with one function, their integral, their maximum);
+    ``multi[w]`` for w in 2.._EXACT_MAX_ROWS = (positions of the pieces with w rows and more
+    than one function, their rows' frames (5, w, k), function ids (w, k));
+    ``many`` = None or (positions of the pieces with more rows, their rows (``_Rows``,
+    pieces numbered 0.. among them), the rows' frames (5, rows)).
+    """
+    frame = _row_frames(bounds, pieces, length, rows)
+    rows, frame, fid = _drop_dominated(bounds, pieces, length, rows, frame, n_seg)
+    pr = rows.piece
+    new_piece = run_starts(pr)
+    starts = np.flatnonzero(new_piece)
+    ends = np.append(starts[1:], len(pr))
+    n_rows = ends - starts
+    # A piece has a single function when its ids do not change along its rows.
+    changes = np.cumsum(run_starts(fid) & ~new_piece)
+    single = changes[ends - 1] == changes[starts]
+    del new_piece, changes, ends
+    sp = np.flatnonzero(single)
+    first = starts[sp]
+    piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
+    piece_max = np.maximum(rows.d0[first], rows.d1[first])
+    del first
+    width = np.where(single, 0, n_rows)
+    multi = [None, None]  # by width, from 2
+    for w in range(2, _EXACT_MAX_ROWS + 1):
+        few = np.flatnonzero(width == w)
+        at = starts[few] + np.arange(w)[:, None]
+        multi.append((few + offset, np.take(frame, at, axis=1), fid[at]))
+    many = None
+    if n_rows.max(initial=0) > _EXACT_MAX_ROWS:
+        more = width > _EXACT_MAX_ROWS
+        in_many = np.flatnonzero(more[pr])
+        many_rows = rows[in_many]
+        many_rows.piece = (np.cumsum(more) - 1)[many_rows.piece]
+        many = (np.flatnonzero(more) + offset, many_rows, np.take(frame, in_many, axis=1))
+    return (sp + offset, piece_integral, piece_max), multi, many
+
+
+def _joined(parts, axis=0):
+    """The tuples of arrays ``parts`` joined element by element (along ``axis``; the first
+    array of each tuple along its only axis)."""
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(c, axis=0 if k == 0 else axis) for k, c in enumerate(zip(*parts)))
+
+
+def _padded(by_width):
+    """The groups (positions, frames (5, w, k), ids (w, k)) of ``by_width`` as one group in
+    the order of the positions, each padded to the widest by repeating its last row."""
+    groups = [g for g in by_width if len(g[0])]
+    width = max(g[1].shape[1] for g in groups)
+    pad = [np.minimum(np.arange(width), g[1].shape[1] - 1) for g in groups]
+    positions = np.concatenate([g[0] for g in groups])
+    order = np.argsort(positions)
+    frame = np.concatenate([g[1][:, p] for g, p in zip(groups, pad)], axis=-1)
+    fid = np.concatenate([g[2][p] for g, p in zip(groups, pad)], axis=-1)
+    return positions[order], np.take(frame, order, axis=-1), np.take(fid, order, axis=-1)
+
+
+def _joined_rows(many):
+    """The ``many`` parts of ``_classify`` joined: positions, rows (pieces renumbered), frames."""
+    if len(many) == 1:
+        return many[0]
+    positions = np.concatenate([m[0] for m in many])
+    rows = _concatenate_rows([m[1] for m in many])
+    rows.piece = group_ids(np.concatenate([np.bincount(m[1].piece, minlength=len(m[0]))
+                                           for m in many]))
+    return positions, rows, np.concatenate([m[2] for m in many], axis=1)
 
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
