@@ -1167,8 +1167,9 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
     found: list[_Rows] = []  # each piece's rows come from one round, grouped by piece
     while len(pending):
         again = []
-        for pp in _search_batches(grid, pieces, query_group, radius, pending):
-            rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp)
+        for pp, scan in _search_batches(grid, pieces, query_group, radius, pending):
+            rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp,
+                                  scan)
             if rows is not None:
                 found.append(rows)
             again.append(retry)
@@ -1200,7 +1201,8 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
 def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
     """The pieces ``pending`` (increasing positions) in consecutive batches whose search
     scans at most ``_ROW_BUDGET`` rows of cells and gathers at most ``_ROW_BUDGET`` rows (a
-    batch holds one piece at least): counted before anything is gathered."""
+    batch holds one piece at least): counted before anything is gathered. Yields (batch,
+    its grid scan for ``SegmentGrid.query`` or None)."""
     for start in range(0, len(pending), _SEARCH_BATCH):
         pp = pending[start:start + _SEARCH_BATCH]
         r = radius[pp]
@@ -1209,16 +1211,20 @@ def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
         by0, by1 = np.minimum(y0, y1) - r, np.maximum(y0, y1) + r
         group = query_group[pp]
         for a, b in budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
-            found = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b])
+            found, scan = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b],
+                                     keep_scan=True)
             if b - a == len(pp) and found.sum() <= _ROW_BUDGET:
-                yield pp
+                yield pp, scan  # the boxes _search makes of them: the same scan
                 continue
+            del scan
             for c, d in budget_splits(found, _ROW_BUDGET):
-                yield pp[a + c:a + d]
+                yield pp[a + c:a + d], None
 
 
-def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp):
-    """One round of ``_initial_candidates`` for the pieces ``pp`` (increasing positions).
+def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp,
+            scan=None):
+    """One round of ``_initial_candidates`` for the pieces ``pp`` (increasing positions);
+    ``scan``: None or their boxes' grid scan (``_search_batches``).
 
     Returns (the rows of the pieces finished in this round, grouped by piece, or None; the
     pieces to search again). ``radius`` of the pieces to search again is updated in place.
@@ -1230,7 +1236,7 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
     lox, hix = np.minimum(sub.x0, sub.x1), np.maximum(sub.x0, sub.x1)
     loy, hiy = np.minimum(sub.y0, sub.y1), np.maximum(sub.y0, sub.y1)
     bx0, bx1, by0, by1 = lox - r, hix + r, loy - r, hiy + r
-    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[at])
+    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[at], scan)
     box = bounds.rows_box(seg)
     near = box[0] <= bx1[qi]  # the four tests, combined in place
     near &= box[2] >= bx0[qi]
