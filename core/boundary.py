@@ -1404,8 +1404,10 @@ def _classify(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows, n_seg, 
     ends = np.append(starts[1:], len(pr))
     n_rows = ends - starts
     # A piece has a single function when its ids do not change along its rows.
-    changes = np.cumsum(run_starts(fid) & ~new_piece)
-    single = changes[ends - 1] == changes[starts]
+    changes = run_starts(fid)
+    changes &= ~new_piece
+    single = np.ones(len(starts), dtype=bool)
+    single[pr[np.flatnonzero(changes)]] = False
     del new_piece, changes, ends
     sp = np.flatnonzero(single)
     first = starts[sp]
@@ -1779,9 +1781,11 @@ def _regime_quadratics(tau0, alpha, eta0, beta, seg_len, backward):
     eb = eta0 * beta
     e2 = eta0 * eta0
     # The end point met first along s, then the one met last: a then b, or b then a
-    # (tau0 - seg_len * backward, exactly). Computed in place in ``quad``.
-    at_b = tau0 - seg_len
-    for k, end in ((0, np.where(backward, at_b, tau0)), (2, np.where(backward, tau0, at_b))):
+    # (tau0 - seg_len * backward: exactly tau0 - seg_len or tau0 - 0, without a branch on
+    # the signs). Computed in place in ``quad``.
+    for k, flip in ((0, backward), (2, ~backward)):
+        end = seg_len * flip
+        np.subtract(tau0, end, out=end)
         np.multiply(end, alpha, out=c1[k])
         c1[k] += eb
         c1[k] *= 2.0
