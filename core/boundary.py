@@ -1645,31 +1645,26 @@ def _crossings(length, frame, fid):
     at = np.flatnonzero(live)  # the interval (k, pair, piece) of the (5, pairs, m) array
     del live, start
     edges = edges.reshape(-1)
-    regime_i, regime_j = regime_i.reshape(-1), regime_j.reshape(-1)
-    # The columns of the two functions' quadratics in ``quad``, less the regime's part.
+    # The columns of the two functions' quadratics in ``quad``, for every interval (cheaper
+    # than index arithmetic on the live ones).
     size = w * m
-    base_i = (ic[:, None] * m + np.arange(m)).reshape(-1)
-    base_j = (jc[:, None] * m + np.arange(m)).reshape(-1)
+    qi, qj = regime_i.astype(np.int64), regime_j.astype(np.int64)
+    del regime_i, regime_j
+    qi *= size
+    qi += ic[:, None] * m + np.arange(m)
+    qj *= size
+    qj += jc[:, None] * m + np.arange(m)
+    qi, qj = qi.reshape(-1), qj.reshape(-1)
     n_slots = n_pairs * m
     same_piece, same_lo, same_hi, root_piece, root_s = [], [], [], ([], []), ([], [])
     for b in range(0, len(at), _ENVELOPE_BLOCK):
         a = at[b:b + _ENVELOPE_BLOCK]
         lo, hi = edges[a], edges[a + n_slots]
-        slot = a // n_slots  # the interval k, then the (pair, piece) of the slot
-        slot *= n_slots
-        np.subtract(a, slot, out=slot)
-        qi, qj = regime_i[a].astype(np.int64), regime_j[a].astype(np.int64)
-        qi *= size
-        qi += base_i[slot]
-        qj *= size
-        qj += base_j[slot]
         piece = a // m  # integer division by a scalar is fast, unlike %
         piece *= m
         np.subtract(a, piece, out=piece)
-        del slot
-        a2, a1, a0 = np.take(quad, qi, axis=1)
-        b2, b1, b0 = np.take(quad, qj, axis=1)
-        del qi, qj
+        a2, a1, a0 = np.take(quad, qi[a], axis=1)
+        b2, b1, b0 = np.take(quad, qj[a], axis=1)
         d2, d1, d0 = a2 - b2, a1 - b1, a0 - b0
         interval_len = length[piece]
         # Where two functions are equal on a whole interval (the distance to a vertex both
