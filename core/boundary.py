@@ -66,8 +66,12 @@ _CHUNK_VERTICES = 80_000
 
 #: The candidate search, and the envelopes, handle this many pieces at a time (a bound on
 #: the memory of a search; a chunk's pieces usually fit in one).
-_SEARCH_BATCH = 65_536
+_SEARCH_BATCH = 32_768
 _ENVELOPE_BATCH = 65_536
+
+#: The envelope of a batch handles its intervals, and its pieces, in blocks of about this
+#: many (intervals, or cut points): their temporaries then stay in the cache.
+_ENVELOPE_BLOCK = 65_536
 
 #: Up to this many pieces with a few functions (after halving) go to the envelope at once,
 #: padded to the widest.
@@ -87,6 +91,10 @@ _FIRST_PIECE_BLOCK = 16_384
 #: The integration of a block takes at most this many candidate rows at once (some 200
 #: bytes each); a block's next one is sized for it.
 _REFINE_ROWS = 1_000_000
+
+#: ``_refine`` frames and sorts the rows of this many pieces at a time (their temporaries
+#: then stay in the cache).
+_REFINE_BLOCK = 32_768
 
 #: A candidate search gathers at most this many (piece, segment) rows at once, and scans at
 #: most this many rows of cells (a bound on its memory, some 200 bytes a row); a batch of
@@ -1159,8 +1167,9 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
     found: list[_Rows] = []  # each piece's rows come from one round, grouped by piece
     while len(pending):
         again = []
-        for pp in _search_batches(grid, pieces, query_group, radius, pending):
-            rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp)
+        for pp, scan in _search_batches(grid, pieces, query_group, radius, pending):
+            rows, retry = _search(grid, bounds, pieces, length, query_group, radius, diag, pp,
+                                  scan)
             if rows is not None:
                 found.append(rows)
             again.append(retry)
@@ -1192,7 +1201,8 @@ def _initial_candidates(grid, bounds: _Boundaries, pieces: _Pieces, length, quer
 def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
     """The pieces ``pending`` (increasing positions) in consecutive batches whose search
     scans at most ``_ROW_BUDGET`` rows of cells and gathers at most ``_ROW_BUDGET`` rows (a
-    batch holds one piece at least): counted before anything is gathered."""
+    batch holds one piece at least): counted before anything is gathered. Yields (batch,
+    its grid scan for ``SegmentGrid.query`` or None)."""
     for start in range(0, len(pending), _SEARCH_BATCH):
         pp = pending[start:start + _SEARCH_BATCH]
         r = radius[pp]
@@ -1201,16 +1211,20 @@ def _search_batches(grid, pieces: _Pieces, query_group, radius, pending):
         by0, by1 = np.minimum(y0, y1) - r, np.maximum(y0, y1) + r
         group = query_group[pp]
         for a, b in budget_splits(grid.scan_rows(by0, by1, group), _ROW_BUDGET):
-            found = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b])
+            found, scan = grid.count(bx0[a:b], by0[a:b], bx1[a:b], by1[a:b], group[a:b],
+                                     keep_scan=True)
             if b - a == len(pp) and found.sum() <= _ROW_BUDGET:
-                yield pp
+                yield pp, scan  # the boxes _search makes of them: the same scan
                 continue
+            del scan
             for c, d in budget_splits(found, _ROW_BUDGET):
-                yield pp[a + c:a + d]
+                yield pp[a + c:a + d], None
 
 
-def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp):
-    """One round of ``_initial_candidates`` for the pieces ``pp`` (increasing positions).
+def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, radius, diag, pp,
+            scan=None):
+    """One round of ``_initial_candidates`` for the pieces ``pp`` (increasing positions);
+    ``scan``: None or their boxes' grid scan (``_search_batches``).
 
     Returns (the rows of the pieces finished in this round, grouped by piece, or None; the
     pieces to search again). ``radius`` of the pieces to search again is updated in place.
@@ -1222,7 +1236,7 @@ def _search(grid, bounds: _Boundaries, pieces: _Pieces, length, query_group, rad
     lox, hix = np.minimum(sub.x0, sub.x1), np.maximum(sub.x0, sub.x1)
     loy, hiy = np.minimum(sub.y0, sub.y1), np.maximum(sub.y0, sub.y1)
     bx0, bx1, by0, by1 = lox - r, hix + r, loy - r, hiy + r
-    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[at])
+    qi, seg = grid.query(bx0, by0, bx1, by1, query_group[at], scan)
     box = bounds.rows_box(seg)
     near = box[0] <= bx1[qi]  # the four tests, combined in place
     near &= box[2] >= bx0[qi]
@@ -1291,53 +1305,51 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
     integral = np.zeros(n)
     while len(pieces.pair):
         length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
-        frame = _row_frames(bounds, pieces, length, rows)
-        rows, frame, fid = _drop_dominated(bounds, pieces, length, rows, frame, n_seg)
-        pr = rows.piece
-        new_piece = run_starts(pr)
-        starts = np.flatnonzero(new_piece)
-        ends = np.append(starts[1:], len(pr))
-        n_rows = ends - starts
-        # A piece has a single function when its ids do not change along its rows.
-        changes = np.cumsum(run_starts(fid) & ~new_piece)
-        single = changes[ends - 1] == changes[starts]
-        exact = single | (n_rows <= _EXACT_MAX_ROWS)
+        # The rows' frames, in blocks of pieces (their temporaries then stay in the cache):
+        # the pieces with one function are integrated there, the others gathered by kind.
+        blocks = []
+        for p0, p1, r0, r1 in _refine_blocks(rows.piece, len(pieces.pair)):
+            block_pieces = _Pieces(pieces.x0[p0:p1], pieces.y0[p0:p1], pieces.x1[p0:p1],
+                                   pieces.y1[p0:p1], pieces.pair[p0:p1])
+            block_rows = _Rows(rows.piece[r0:r1] - p0, rows.seg[r0:r1], rows.d0[r0:r1],
+                               rows.d1[r0:r1], rows.dmin[r0:r1])
+            blocks.append(_classify(bounds, block_pieces, length[p0:p1], block_rows, n_seg,
+                                    p0))
+            del block_pieces, block_rows
+        del rows
 
         # One function: exact integral; the maximum is at an end (convexity).
-        sp = np.flatnonzero(single)
-        first = starts[sp]
-        piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
-        piece_max = np.maximum(rows.d0[first], rows.d1[first])
+        sp, piece_integral, piece_max = _joined([b[0] for b in blocks])
         _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n,
              None if pieces.weight is None else pieces.weight[sp])
+        del sp, piece_integral, piece_max
 
         # A few functions: cut where they cross, then as above. Pieces with the same number of
         # rows go together, as (rows, pieces) arrays; few pieces (after halving) go at once,
         # padded to the widest by repeating a piece's last row (an equal function changes
         # nothing), which saves calls.
-        multi = np.flatnonzero(exact & ~single)
-        if len(multi) <= _FEW_PIECES:
-            groups = [(multi, int(n_rows[multi].max(initial=0)))]
-        else:
-            groups = [(multi[n_rows[multi] == w], w) for w in range(2, _EXACT_MAX_ROWS + 1)]
-        for pieces_w, width in groups:
+        by_width = [_joined([b[1][w] for b in blocks], axis=-1)
+                    for w in range(2, _EXACT_MAX_ROWS + 1)]
+        n_multi = sum(len(group[0]) for group in by_width)
+        if n_multi <= _FEW_PIECES:
+            by_width = [_padded(by_width)] if n_multi else []
+        for multi, multi_frame, multi_fid in by_width:
             # In batches: the envelope's many temporaries then stay in the cache.
-            for start in range(0, len(pieces_w), _ENVELOPE_BATCH):
-                few = pieces_w[start:start + _ENVELOPE_BATCH]
-                at = starts[few] + np.minimum(np.arange(width)[:, None], n_rows[few] - 1)
-                few_integral, few_max = _envelope(length[few], np.take(frame, at, axis=1),
-                                                  fid[at])
+            for start in range(0, len(multi), _ENVELOPE_BATCH):
+                few = multi[start:start + _ENVELOPE_BATCH]
+                end = start + len(few)
+                few_integral, few_max = _envelope(length[few], multi_frame[:, :, start:end],
+                                                  multi_fid[:, start:end])
                 _add(integral, h_low, pieces.pair[few], few_integral, few_max, n,
                      None if pieces.weight is None else pieces.weight[few])
+        del by_width
 
         # More: bracket, finish the pieces whose brackets meet the bounds, halve the others.
-        many = np.flatnonzero(~exact)
-        if len(many) == 0:
+        many = [b[2] for b in blocks if b[2] is not None]
+        del blocks
+        if not many:
             break
-        in_many = np.flatnonzero(~exact[pr])
-        many_rows = rows[in_many]
-        many_rows.piece = (np.cumsum(~exact) - 1)[many_rows.piece]
-        many_frame = np.take(frame, in_many, axis=1)
+        many, many_rows, many_frame = _joined_rows(many)
         pair = pieces.pair[many]
         lo, hi, max_lo, max_hi, d_mid = _piece_bounds(length[many], many_rows, many_frame)
         many_length = length[many]
@@ -1359,6 +1371,95 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
         parent_rows.piece = (np.cumsum(~done) - 1)[parent_rows.piece]
         pieces, rows = _halve(bounds, pieces[many[~done]], parent_rows, d_mid[row_split])
     return integral
+
+
+def _refine_blocks(row_piece, m):
+    """(p0, p1, r0, r1): consecutive blocks of at most ``_REFINE_BLOCK`` pieces [p0, p1)
+    and their rows [r0, r1) (``row_piece``: piece of each row, sorted)."""
+    if m <= _REFINE_BLOCK:
+        return [(0, m, 0, len(row_piece))]
+    cuts = np.arange(0, m + _REFINE_BLOCK, _REFINE_BLOCK)
+    cuts[-1] = m
+    at = np.searchsorted(row_piece, cuts)
+    return [(int(cuts[k]), int(cuts[k + 1]), int(at[k]), int(at[k + 1]))
+            for k in range(len(cuts) - 1)]
+
+
+def _classify(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows, n_seg, offset):
+    """The first step of ``_refine`` on a block of pieces: the rows' frames and function ids
+    (``_drop_dominated``), the pieces with one function integrated, the others gathered.
+
+    Returns ``(single, multi, many)``, piece positions plus ``offset``:
+    ``single`` = (positions of the pieces with one function, their integral, their maximum);
+    ``multi[w]`` for w in 2.._EXACT_MAX_ROWS = (positions of the pieces with w rows and more
+    than one function, their rows' frames (5, w, k), function ids (w, k));
+    ``many`` = None or (positions of the pieces with more rows, their rows (``_Rows``,
+    pieces numbered 0.. among them), the rows' frames (5, rows)).
+    """
+    frame = _row_frames(bounds, pieces, length, rows)
+    rows, frame, fid = _drop_dominated(bounds, pieces, length, rows, frame, n_seg)
+    pr = rows.piece
+    new_piece = run_starts(pr)
+    starts = np.flatnonzero(new_piece)
+    ends = np.append(starts[1:], len(pr))
+    n_rows = ends - starts
+    # A piece has a single function when its ids do not change along its rows.
+    changes = run_starts(fid)
+    changes &= ~new_piece
+    single = np.ones(len(starts), dtype=bool)
+    single[pr[np.flatnonzero(changes)]] = False
+    del new_piece, changes, ends
+    sp = np.flatnonzero(single)
+    first = starts[sp]
+    piece_integral = frame_integral(*np.take(frame, first, axis=1), length[sp])
+    piece_max = np.maximum(rows.d0[first], rows.d1[first])
+    del first
+    width = np.where(single, 0, n_rows)
+    multi = [None, None]  # by width, from 2
+    for w in range(2, _EXACT_MAX_ROWS + 1):
+        few = np.flatnonzero(width == w)
+        at = starts[few] + np.arange(w)[:, None]
+        multi.append((few + offset, np.take(frame, at, axis=1), fid[at]))
+    many = None
+    if n_rows.max(initial=0) > _EXACT_MAX_ROWS:
+        more = width > _EXACT_MAX_ROWS
+        in_many = np.flatnonzero(more[pr])
+        many_rows = rows[in_many]
+        many_rows.piece = (np.cumsum(more) - 1)[many_rows.piece]
+        many = (np.flatnonzero(more) + offset, many_rows, np.take(frame, in_many, axis=1))
+    return (sp + offset, piece_integral, piece_max), multi, many
+
+
+def _joined(parts, axis=0):
+    """The tuples of arrays ``parts`` joined element by element (along ``axis``; the first
+    array of each tuple along its only axis)."""
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(c, axis=0 if k == 0 else axis) for k, c in enumerate(zip(*parts)))
+
+
+def _padded(by_width):
+    """The groups (positions, frames (5, w, k), ids (w, k)) of ``by_width`` as one group in
+    the order of the positions, each padded to the widest by repeating its last row."""
+    groups = [g for g in by_width if len(g[0])]
+    width = max(g[1].shape[1] for g in groups)
+    pad = [np.minimum(np.arange(width), g[1].shape[1] - 1) for g in groups]
+    positions = np.concatenate([g[0] for g in groups])
+    order = np.argsort(positions)
+    frame = np.concatenate([g[1][:, p] for g, p in zip(groups, pad)], axis=-1)
+    fid = np.concatenate([g[2][p] for g, p in zip(groups, pad)], axis=-1)
+    return positions[order], np.take(frame, order, axis=-1), np.take(fid, order, axis=-1)
+
+
+def _joined_rows(many):
+    """The ``many`` parts of ``_classify`` joined: positions, rows (pieces renumbered), frames."""
+    if len(many) == 1:
+        return many[0]
+    positions = np.concatenate([m[0] for m in many])
+    rows = _concatenate_rows([m[1] for m in many])
+    rows.piece = group_ids(np.concatenate([np.bincount(m[1].piece, minlength=len(m[0]))
+                                           for m in many]))
+    return positions, rows, np.concatenate([m[2] for m in many], axis=1)
 
 
 def _row_frames(bounds: _Boundaries, pieces: _Pieces, length, rows: _Rows) -> np.ndarray:
@@ -1473,6 +1574,10 @@ def _envelope(length, frame, fid):
     quadratic vanishes. Between consecutive crossings one function is the least; it is found
     at the middle and integrated exactly.
 
+    The intervals, and then the pieces, are processed in blocks of about ``_ENVELOPE_BLOCK``
+    (their many temporaries then stay in the cache); only the sort of the cut points takes
+    them all at once, so the results do not depend on the blocks.
+
     Args:
         length: float array, shape (m,): piece lengths.
         frame: the segment frames (``axis_frame``) of the w rows of each piece, a float
@@ -1481,6 +1586,36 @@ def _envelope(length, frame, fid):
     Returns:
         (integral, maximum), float arrays of shape (m,).
     """
+    w, m = frame.shape[1:]
+    inner_piece, inner_s = _crossings(length, frame, fid)
+    inner_len = length[inner_piece]
+    inner_s = np.minimum(np.maximum(inner_s, 0.0), inner_len)
+    # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
+    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
+    # so its bits as int64 sort the same way (and ties alike), and faster.
+    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
+    inner_piece, inner_s = inner_piece[order], inner_s[order]
+    del order, inner_len
+    integral = np.empty(m)
+    maximum = np.zeros(m)
+    # Blocks of pieces with about _ENVELOPE_BLOCK cut points: each piece's points are a run of
+    # the sorted ones.
+    per_block = max(1, int(_ENVELOPE_BLOCK * m // max(len(inner_piece), 1)))
+    edges = np.searchsorted(inner_piece, np.arange(0, m + per_block, per_block))
+    for k, p0 in enumerate(range(0, m, per_block)):
+        p1 = min(p0 + per_block, m)
+        i0, i1 = edges[k], edges[k + 1]
+        integral[p0:p1], maximum[p0:p1] = _envelope_parts(
+            length[p0:p1], frame[:, :, p0:p1], inner_piece[i0:i1] - p0, inner_s[i0:i1])
+    return integral, maximum
+
+
+def _crossings(length, frame, fid):
+    """The cut points inside the pieces of ``_envelope``, unsorted: where two functions
+    cross, and the ends of the intervals where two are equal. Returns (piece, s) arrays in
+    the order of the intervals (k, pair, piece) of the (5, pairs, m) array of ``_envelope``:
+    the starts and then the ends of the intervals of equal functions, then the first and
+    then the second roots."""
     tau0, alpha, eta0, beta, seg_len = frame
     w, m = tau0.shape
     e1, e2, backward = regime_cuts(tau0, alpha, seg_len, length)
@@ -1510,10 +1645,8 @@ def _envelope(length, frame, fid):
     at = np.flatnonzero(live)  # the interval (k, pair, piece) of the (5, pairs, m) array
     del live, start
     edges = edges.reshape(-1)
-    lo, hi = edges[at], edges[at + n_pairs * m]
-    del edges
-    # The columns of the two functions' quadratics in ``quad``, for every interval and then
-    # for the live ones: cheaper than index arithmetic on the live ones.
+    # The columns of the two functions' quadratics in ``quad``, for every interval (cheaper
+    # than index arithmetic on the live ones).
     size = w * m
     qi, qj = regime_i.astype(np.int64), regime_j.astype(np.int64)
     del regime_i, regime_j
@@ -1521,55 +1654,58 @@ def _envelope(length, frame, fid):
     qi += ic[:, None] * m + np.arange(m)
     qj *= size
     qj += jc[:, None] * m + np.arange(m)
-    qi, qj = qi.reshape(-1)[at], qj.reshape(-1)[at]
-    piece = at // m  # integer division by a scalar is fast, unlike %
-    piece *= m
-    np.subtract(at, piece, out=piece)
-    del at
-    a2, a1, a0 = np.take(quad, qi, axis=1)
-    b2, b1, b0 = np.take(quad, qj, axis=1)
-    del qi, qj, quad
-    d2, d1, d0 = a2 - b2, a1 - b1, a0 - b0
-    interval_len = length[piece]
-    # Where two functions are equal on a whole interval (the distance to a vertex both
-    # segments end at), the least one can change at the interval's ends.
-    # The test on d0 first (it seldom holds), then the others on the few that pass.
-    same = a0 + b0
-    same += interval_len * interval_len
-    same *= _ROOT_SLACK
-    same = np.flatnonzero(np.abs(d0) <= same)
-    if len(same):
-        same = same[
-            (np.abs(d2[same]) <= _ROOT_SLACK)
-            & (np.abs(d1[same]) <= _ROOT_SLACK * (np.abs(a1[same]) + np.abs(b1[same])
-                                                   + interval_len[same]))
-        ]
-    del a2, a1, a0, b2, b1, b0
+    qi, qj = qi.reshape(-1), qj.reshape(-1)
+    n_slots = n_pairs * m
+    same_piece, same_lo, same_hi, root_piece, root_s = [], [], [], ([], []), ([], [])
+    for b in range(0, len(at), _ENVELOPE_BLOCK):
+        a = at[b:b + _ENVELOPE_BLOCK]
+        lo, hi = edges[a], edges[a + n_slots]
+        piece = a // m  # integer division by a scalar is fast, unlike %
+        piece *= m
+        np.subtract(a, piece, out=piece)
+        a2, a1, a0 = np.take(quad, qi[a], axis=1)
+        b2, b1, b0 = np.take(quad, qj[a], axis=1)
+        d2, d1, d0 = a2 - b2, a1 - b1, a0 - b0
+        interval_len = length[piece]
+        # Where two functions are equal on a whole interval (the distance to a vertex both
+        # segments end at), the least one can change at the interval's ends.
+        # The test on d0 first (it seldom holds), then the others on the few that pass.
+        same = a0 + b0
+        same += interval_len * interval_len
+        same *= _ROOT_SLACK
+        same = np.flatnonzero(np.abs(d0) <= same)
+        if len(same):
+            same = same[
+                (np.abs(d2[same]) <= _ROOT_SLACK)
+                & (np.abs(d1[same]) <= _ROOT_SLACK * (np.abs(a1[same]) + np.abs(b1[same])
+                                                       + interval_len[same]))
+            ]
+        del a2, a1, a0, b2, b1, b0
+        # Two functions that touch (at a vertex of the other boundary that the piece passes
+        # through, both are 0 there) give a double root: kept despite rounding.
+        same_piece.append(piece[same])
+        same_lo.append(lo[same])
+        same_hi.append(hi[same])
+        del same
+        near = _ROOT_SLACK * interval_len
+        del interval_len
+        lo -= near
+        hi += near
+        del near
+        for k, root in enumerate(quadratic_roots(d2, d1, d0, _ROOT_SLACK)):
+            inside = np.flatnonzero((root >= lo) & (root <= hi))
+            root_piece[k].append(piece[inside])
+            root_s[k].append(root[inside])
+        del piece, lo, hi, d2, d1, d0
+    pieces = same_piece + same_piece + root_piece[0] + root_piece[1]
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(pieces), np.concatenate(same_lo + same_hi + root_s[0] + root_s[1])
 
-    # Cut points inside the pieces: where two functions cross, and the ends of the intervals
-    # where two are equal. Two functions that touch (at a vertex of the other boundary that
-    # the piece passes through, both are 0 there) give a double root: kept despite rounding.
-    point_piece, point_s = [piece[same], piece[same]], [lo[same], hi[same]]
-    del same
-    near = _ROOT_SLACK * interval_len
-    del interval_len
-    lo -= near
-    hi += near
-    del near
-    for root in quadratic_roots(d2, d1, d0, _ROOT_SLACK):
-        inside = np.flatnonzero((root >= lo) & (root <= hi))
-        point_piece.append(piece[inside])
-        point_s.append(root[inside])
-    del piece, lo, hi, d2, d1, d0
-    inner_piece = np.concatenate(point_piece)
-    inner_len = length[inner_piece]
-    inner_s = np.minimum(np.maximum(np.concatenate(point_s), 0.0), inner_len)
-    # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
-    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
-    # so its bits as int64 sort the same way (and ties alike), and faster.
-    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
-    inner_piece, inner_s = inner_piece[order], inner_s[order]
-    del order, inner_len
+
+def _envelope_parts(length, frame, inner_piece, inner_s):
+    """``_envelope`` of pieces given their cut points (sorted by piece, then position)."""
+    w, m = frame.shape[1:]
     # Each piece's cut points: its start (s = 0), those inside in order, its end (s = L).
     count = np.bincount(inner_piece, minlength=m) + 2
     point_piece = group_ids(count)
@@ -1600,11 +1736,12 @@ def _envelope(length, frame, fid):
     del point_piece, point_s, point_len, part, keep, start, end, gap
 
     # The least function on each part, found at its middle (the first of equal ones).
+    frame = np.ascontiguousarray(frame).reshape(5, -1)  # row t of piece p: column t m + p
     mid = 0.5 * (s_lo + s_hi)
     chosen = np.zeros(len(mid), dtype=np.int64)
-    least = _squared_distance(*np.take(frame[:, 0], part_piece, axis=1), mid)
+    least = _squared_distance(*np.take(frame, part_piece, axis=1), mid)
     for t in range(1, w):
-        d = _squared_distance(*np.take(frame[:, t], part_piece, axis=1), mid)
+        d = _squared_distance(*np.take(frame, part_piece + t * m, axis=1), mid)
         lower = d < least
         chosen[lower] = t
         np.minimum(least, d, out=least)
@@ -1614,7 +1751,7 @@ def _envelope(length, frame, fid):
     last = np.append(run[1:], len(chosen)) - 1
     part_piece, s_lo, s_hi = part_piece[run], s_lo[run], s_hi[last]
     row = chosen[run] * m + part_piece
-    t0, al, e0, be, sl = np.take(frame.reshape(5, -1), row, axis=1)
+    t0, al, e0, be, sl = np.take(frame, row, axis=1)
     t0 += al * s_lo
     e0 += be * s_lo
     part_len = s_hi - s_lo
@@ -1639,9 +1776,11 @@ def _regime_quadratics(tau0, alpha, eta0, beta, seg_len, backward):
     eb = eta0 * beta
     e2 = eta0 * eta0
     # The end point met first along s, then the one met last: a then b, or b then a
-    # (tau0 - seg_len * backward, exactly). Computed in place in ``quad``.
-    at_b = tau0 - seg_len
-    for k, end in ((0, np.where(backward, at_b, tau0)), (2, np.where(backward, tau0, at_b))):
+    # (tau0 - seg_len * backward: exactly tau0 - seg_len or tau0 - 0, without a branch on
+    # the signs). Computed in place in ``quad``.
+    for k, flip in ((0, backward), (2, ~backward)):
+        end = seg_len * flip
+        np.subtract(tau0, end, out=end)
         np.multiply(end, alpha, out=c1[k])
         c1[k] += eb
         c1[k] *= 2.0

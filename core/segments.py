@@ -309,13 +309,17 @@ class SegmentGrid:
         oy, cell, nrow = self.oy[group], self.cell[group], self.nrow[group]
         return _cell_index(by1, oy, cell, nrow) - _cell_index(by0, oy, cell, nrow, 1) + 1
 
-    def count(self, bx0, by0, bx1, by1, group) -> np.ndarray:
+    def count(self, bx0, by0, bx1, by1, group, keep_scan=False):
         """Number of indexed pieces in the cells each query scans (int64, shape (q,)): an
         upper bound of the number of segments ``query`` returns for it, found without
-        gathering them (memory: one value per row of cells scanned)."""
-        k_lo, k_hi, q_of_row = self._scanned(bx0, by0, bx1, by1, group)[:3]
-        lo, hi = self._cell_range(k_lo, k_hi)
-        return np.bincount(q_of_row, weights=hi - lo, minlength=len(group)).astype(np.int64)
+        gathering them (memory: one value per row of cells scanned).
+
+        With ``keep_scan``, returns ``(count, scan)``: ``scan`` is what ``query`` of the same
+        boxes needs (pass it as ``query(..., scan=scan)`` not to scan them twice)."""
+        scan = self._scanned(bx0, by0, bx1, by1, group)
+        lo, hi = self._cell_range(scan[0], scan[1])
+        count = np.bincount(scan[2], weights=hi - lo, minlength=len(group)).astype(np.int64)
+        return (count, scan[2:] + (lo, hi)) if keep_scan else count
 
     def _scanned(self, bx0, by0, bx1, by1, group):
         """Keys of the first and last scanned cell of each row of cells of each query, the
@@ -343,21 +347,26 @@ class SegmentGrid:
         return (np.searchsorted(self.sorted_key, k_lo, side="left"),
                 np.searchsorted(self.sorted_key, k_hi, side="right"))
 
-    def query(self, bx0, by0, bx1, by1, group) -> tuple[np.ndarray, np.ndarray]:
+    def query(self, bx0, by0, bx1, by1, group, scan=None) -> tuple[np.ndarray, np.ndarray]:
         """Segments with a piece whose bounding box meets each query box.
 
         Args:
             bx0, by0, bx1, by1: float arrays, shape (q,): the query boxes.
             group: int64 array, shape (q,): group of each query.
+            scan: optional, the ``scan`` of ``count(..., keep_scan=True)`` for these boxes.
 
         Returns:
             ``(query, segment)`` int64 arrays, grouped by query in increasing order; each
             segment of the query's group with a piece in the scanned cells, once. A superset of
             the segments meeting the box.
         """
-        k_lo, k_hi, q_of_row, ix_lo, ix_hi, iy_lo, iy_hi = self._scanned(bx0, by0, bx1, by1,
-                                                                         group)
-        lo, hi = self._cell_range(k_lo, k_hi)
+        if scan is None:
+            k_lo, k_hi, q_of_row, ix_lo, ix_hi, iy_lo, iy_hi = self._scanned(bx0, by0, bx1,
+                                                                             by1, group)
+            lo, hi = self._cell_range(k_lo, k_hi)
+            del k_lo, k_hi
+        else:
+            q_of_row, ix_lo, ix_hi, iy_lo, iy_hi, lo, hi = scan
         count = hi - lo
         row = group_ids(count)
         query = q_of_row[row]
