@@ -15,8 +15,14 @@ boundary of p ∩ H runs parallel to (q − o) and adds nothing (Green's theorem
 is built and p may be any polygon, with holes. The line is the one of r's hull edges
 beyond which p's box centre lies farthest: for a neighbour, the edge the two fields share.
 
-The proof: a vertex of p strictly inside r (a prepared point-in-polygon test) has a
-neighbourhood inside r, part of which is inside p.
+The proof must convince GEOS too: a pair counts only if its overlay has positive area, and a
+vertex of p one ulp inside r (neighbours whose shared corner or T-junction was rounded apart,
+by reprojection say) overlaps r by a triangle about one ulp across, which the overlay rounds
+to a line. So an overlap is shown only by a square of p ∩ r far larger than any rounding: near
+a vertex of p inside r (the vertices on r's side of the line), on the bisector of p's corner
+there, a point T such that T and the corners of the square of half-side ρ = 1e-9 × the pair's
+largest coordinate (10 mm at 10,000 km) centred on T lie strictly inside both r and p
+(prepared point-in-polygon tests).
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ _SIMPLIFY_RELATIVE = 1e-3
 
 #: Added to each bound, relative to |p|: more than the rounding of its sum of cross products.
 _SLACK_RELATIVE = 1e-9
+
+#: Half-side of the square of p ∩ r that shows an overlap, relative to the pair's largest
+#: absolute coordinate: some 1e6 ulps, a thousand times the tolerances of GEOS's snapping
+#: overlay (1e-12) and of ``overlap``'s fallback grid (at most 1e-11).
+_SHOWN_RELATIVE = 1e-9
+
+#: Vertices of p inside r tried per pair to show an overlap.
+_SHOWN_TRIES = 2
 
 #: Pairs are bounded in batches of about this many edges of their predictions (some 100
 #: bytes each while a batch is measured).
@@ -96,6 +110,7 @@ class Edges:
         start: int64, shape (n_geometries + 1,): geometry k's edges are start[k]:start[k+1].
         xy0, xy1: float, shape (n_edges, 2): edge ends.
         step: int64, shape (n_edges,): position of the next edge of the ring, relative.
+        back: int64, shape (n_edges,): position of the previous edge of the ring, relative.
         sense: float, shape (n_edges,): +1 where the edge runs so that the polygon's inside
             is on its left (exterior counter-clockwise, holes clockwise), −1 otherwise, 0 on
             a ring of no area.
@@ -113,6 +128,9 @@ class Edges:
         first = np.searchsorted(ring, ring)
         last = np.r_[ring[1:] != ring[:-1], True]
         self.step = np.where(last, first - np.arange(len(ring)), 1)
+        start = first == np.arange(len(ring))
+        self.back = np.full(len(ring), -1, dtype=np.int64)
+        self.back[start] = np.flatnonzero(last) - np.flatnonzero(start)
         base = self.xy0[np.searchsorted(ring, ring)]
         cross = ((self.xy0[:, 0] - base[:, 0]) * (self.xy1[:, 1] - base[:, 1])
                  - (self.xy1[:, 0] - base[:, 0]) * (self.xy0[:, 1] - base[:, 1]))
@@ -138,9 +156,10 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
     Returns:
         (bound, candidates): float (n,) upper bounds in squared units (inf where none was
         worked out: a reference without a line, or p's box centre inside every line's
-        half-plane); candidates = (xy, pair): float (m, 2) vertices of p on r's side of the
-        line used, where a sliver's vertices inside r are, and int64 (m,) their pairs
-        (``overlap_shown`` tests them).
+        half-plane); candidates = (xy, into, pair): float (m, 2) vertices of p on r's side of
+        the line used, where a sliver's vertices inside r are; float (m, 2) for each, the
+        step into p along the bisector of p's corner there, in units of ``overlap_shown``'s
+        ρ (see ``_into``); int64 (m,) their pairs (``overlap_shown`` tests them).
 
     Memory: pairs are measured in batches of about ``_ROW_BATCH`` edges of their
     predictions, edges extracted per batch.
@@ -162,21 +181,25 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
         depth[alive[better]], best[alive[better]] = d[better], line[better]
     pairs = np.flatnonzero(depth < 0)
     size = shapely.get_num_coordinates(predicted_geometries)[predicted[pairs]]
-    xy_parts, pair_parts = [np.zeros((0, 2))], [np.zeros(0, dtype=np.int64)]
+    xy_parts, into_parts = [np.zeros((0, 2))], [np.zeros((0, 2))]
+    pair_parts = [np.zeros(0, dtype=np.int64)]
     for lo, hi in budget_splits(size, _ROW_BATCH):
         batch = pairs[lo:hi]
         shapes, local = np.unique(predicted[batch], return_inverse=True)
-        area, xy, owner = _clipped_areas(
+        area, xy, into, owner = _clipped_areas(
             lines, Edges(predicted_geometries[shapes]), best[batch], local)
         bound[batch] = area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
         xy_parts.append(xy)
+        into_parts.append(into)
         pair_parts.append(batch[owner])
-    return bound, (np.concatenate(xy_parts), np.concatenate(pair_parts))
+    return bound, (np.concatenate(xy_parts), np.concatenate(into_parts),
+                   np.concatenate(pair_parts))
 
 
 def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray):
     """|p ∩ H| for pairs of a line (its inner half-plane H) and a prediction (positions into
-    ``edges``), with the vertices of p in H: (areas (n,), their xy (m, 2), their pairs (m,))."""
+    ``edges``), with the vertices of p in H: (areas (n,), their xy (m, 2), their steps into p
+    (m, 2) (``_into``), their pairs (m,))."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
@@ -207,22 +230,70 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     cross = (q0x * q1y - q1x * q0y) * edges.sense[edge]
     area = np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
     # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
-    return area, edges.xy0[edge[in0]], owner[in0]
+    vertex = edge[in0]
+    return area, edges.xy0[vertex], _into(edges, vertex), owner[in0]
 
 
-def overlap_shown(prepared_reference: np.ndarray, candidates, n: int) -> np.ndarray:
-    """Pairs shown to overlap with positive area: one of p's vertices lies strictly inside r.
+def _into(edges: Edges, vertex: np.ndarray) -> np.ndarray:
+    """For vertices V (edge starts, int64 (m,)), float (m, 2): 4 w / |w|², w the sum of the
+    unit normals into p of the two edges at V. V + ρ × that is on the bisector of p's corner,
+    2ρ from both edges' lines (the corners of a square of half-side ρ around it are ρ√2 away).
+    NaN or inf for a corner that turns back on itself."""
+    v = edges.xy0[vertex]
+    d_in = v - edges.xy0[vertex + edges.back[vertex]]
+    d_out = edges.xy1[vertex] - v
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d_in /= np.hypot(d_in[:, 0], d_in[:, 1])[:, None]
+        d_out /= np.hypot(d_out[:, 0], d_out[:, 1])[:, None]
+        w = edges.sense[vertex][:, None] * np.column_stack(
+            [-(d_in[:, 1] + d_out[:, 1]), d_in[:, 0] + d_out[:, 0]])
+        return w * (4.0 / (w[:, 0] ** 2 + w[:, 1] ** 2))[:, None]
+
+
+def overlap_shown(prepared_reference: np.ndarray, predicted: np.ndarray,
+                  pair_predicted: np.ndarray, candidates, n: int) -> np.ndarray:
+    """Pairs shown to overlap with positive area, even to GEOS's overlay: near one of p's
+    vertices inside r, a square of half-side ρ = ``_SHOWN_RELATIVE`` × the pair's largest
+    absolute coordinate lies in p ∩ r, its centre and its corners strictly inside both. The
+    centre is the vertex moved ρ × its step into p (``_into``): a corner of p thinner than
+    that (a spike), or a vertex less than about 2ρ inside r, shows nothing.
 
     Args:
         prepared_reference: object array, shape (n,), each pair's reference (``shapely
             .prepare``d for speed).
-        candidates: (xy, pair): float (m, 2) points and int64 (m,) their pair positions, as
-            ``bounded_slivers`` returns them.
+        predicted: object array, shape (n_pred,), the predictions (not modified: copies of
+            those tested are prepared).
+        pair_predicted: int64, shape (n,): each pair's position in ``predicted``.
+        candidates: (xy, into, pair): float (m, 2) vertices of p, float (m, 2) their steps
+            into p, int64 (m,) their pair positions, as ``bounded_slivers`` returns them.
         n: number of pairs.
 
     Returns:
         bool (n,). False means only "not shown", not "no overlap".
     """
-    xy, pair = candidates
+    xy, into, pair = candidates
     inside = shapely.contains_xy(prepared_reference[pair], xy[:, 0], xy[:, 1])
-    return np.bincount(pair[inside], minlength=n) > 0
+    # The first few vertices inside r of each pair.
+    order = np.flatnonzero(inside)
+    order = order[np.argsort(pair[order], kind="stable")]
+    rank = np.arange(len(order)) - np.searchsorted(pair[order], pair[order])
+    tried = order[rank < _SHOWN_TRIES]
+    pair = pair[tried]
+    box = np.abs(np.concatenate([shapely.bounds(prepared_reference),
+                                 shapely.bounds(predicted)[pair_predicted]], axis=1))
+    rho = _SHOWN_RELATIVE * box.max(axis=1)[pair]
+    centre = xy[tried] + into[tried] * rho[:, None]
+    ok = np.isfinite(centre).all(axis=1)
+    square = ((0, 0), (-1, -1), (1, -1), (1, 1), (-1, 1))
+    for dx, dy in square:
+        at = np.flatnonzero(ok)
+        ok[at] = shapely.contains_xy(prepared_reference[pair[at]], centre[at, 0] + dx * rho[at],
+                                     centre[at, 1] + dy * rho[at])
+    at = np.flatnonzero(ok)
+    shapes, local = np.unique(pair_predicted[pair[at]], return_inverse=True)
+    prepared = shapely.from_wkb(shapely.to_wkb(predicted[shapes]))
+    shapely.prepare(prepared)
+    for dx, dy in square:
+        ok[at] &= shapely.contains_xy(prepared[local], centre[at, 0] + dx * rho[at],
+                                      centre[at, 1] + dy * rho[at])
+    return np.bincount(pair[ok], minlength=n) > 0

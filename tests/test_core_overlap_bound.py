@@ -98,7 +98,7 @@ def test_bound_is_an_upper_bound_and_a_shown_overlap_is_real(a, b, dx, dy, scale
     assert bound >= exact * (1 - 1e-12) - 1e-12
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    if overlap_shown(prepared, candidates, 1)[0]:
+    if overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]:
         assert exact > 0
 
 
@@ -108,7 +108,60 @@ def test_touching_neighbours_are_not_shown_to_overlap():
     _, candidates = _bound(r, p)
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    assert not overlap_shown(prepared, candidates, 1)[0]
+    assert not overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]
+
+
+def _shown(r, p):
+    """overlap_shown for the single pair (r, p)."""
+    _, candidates = _bound(r, p)
+    prepared = np.array([r], dtype=object)
+    shapely.prepare(prepared)
+    return overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]
+
+
+# Two neighbouring fields in UTM-sized coordinates whose shared corner was rounded apart: p's
+# SW corner is one ulp (2.3e-10) west of r's NE corner, so inside r, and the two overlap by a
+# triangle about one ulp across (some 1e-20), which the overlay rounds to a line.
+_CORNER_R = shapely.Polygon([
+    (1654241.0529984015, 6246648.842901763), (1654329.644118663, 6246647.805394218),
+    (1654332.4716750425, 6246680.319138552), (1654243.8793471225, 6246681.356651466)])
+_CORNER_P = shapely.Polygon([
+    (1654332.4716750418, 6246680.319138552), (1654421.0639111407, 6246679.281181516),
+    (1654423.8927670352, 6246711.794476022), (1654335.2993232426, 6246712.832438426)])
+
+
+def test_a_corner_one_ulp_inside_shows_no_overlap():
+    assert shapely.contains_xy(_CORNER_R, 1654332.4716750418, 6246680.319138552)
+    assert not _shown(_CORNER_R, _CORNER_P)
+
+
+def test_a_spike_one_ulp_inside_shows_no_overlap():
+    # A spike 2 mm wide 100 m from its apex, the apex one ulp (9.3e-10) inside r's north
+    # edge y = 5e6: the overlap is a triangle 1.9e-14 wide, narrower than an ulp of x.
+    y = 5e6
+    r = shapely.box(0, y - 1000, 1000, y)
+    p = shapely.Polygon([(500 - 1e-3, y + 100), (500, y - np.spacing(y)), (500 + 1e-3, y + 100)])
+    assert not _shown(r, p)
+
+
+def test_a_real_sliver_far_from_the_origin_is_shown():
+    # p crosses r's east edge x = 1e6 + 100 by 0.1: a square of half-side 1e-9 * 5e6 = 0.005
+    # fits in the overlap, 0.01 from p's corner (its step is 4 / |w| = 2√2 half-sides).
+    r = shapely.box(1e6, 5e6, 1e6 + 100, 5e6 + 100)
+    p = shapely.box(1e6 + 99.9, 5e6 + 10, 1e6 + 200, 5e6 + 90)
+    assert _shown(r, p)
+    # ... and not when the crossing (0.005) is narrower than the square's reach (0.02).
+    assert not _shown(r, shapely.box(1e6 + 99.995, 5e6 + 10, 1e6 + 200, 5e6 + 90))
+
+
+def test_fields_one_ulp_apart_at_a_corner_overlap_only_their_own_predictions():
+    # Each field is predicted exactly; the corner contact is no overlap (pairs whose
+    # intersection has no area do not overlap), with a CRS or without.
+    for crs in (None, "EPSG:32633"):
+        result = evaluate([_CORNER_R, _CORNER_P], [_CORNER_R, _CORNER_P],
+                          predicted_crs=crs, reference_crs=crs)
+        assert result.per_reference["n_overlapping_pred"].tolist() == [1, 1]
+        assert result.per_reference["best_iou"].tolist() == [1.0, 1.0]
 
 
 def _shared_edge_grid(n, seed):
@@ -209,7 +262,7 @@ def test_bounds_in_small_batches_are_the_same(monkeypatch):
     assert max(built) == int(shapely.get_num_coordinates(pred).max())
     assert np.array_equal(whole[0], batched[0])
     def rows(candidates):
-        xy, pair = candidates
-        return sorted(zip(pair.tolist(), map(tuple, xy.tolist())))
+        xy, into, pair = candidates
+        return sorted(zip(pair.tolist(), map(tuple, xy.tolist()), map(tuple, into.tolist())))
 
     assert rows(whole[1]) == rows(batched[1])
