@@ -42,8 +42,16 @@ MAX_LINES = 8
 #: becomes one line, at a cost of tolerance × edge length to the bound.
 _SIMPLIFY_RELATIVE = 1e-3
 
-#: Added to each bound, relative to |p|: more than the rounding of its sum of cross products.
+#: Added to each bound, relative to |p|.
 _SLACK_RELATIVE = 1e-9
+
+#: And relative to the sum over p's edges in the half-plane of ‖q0 − o‖₁ ‖q1 − o‖₁ (the
+#: cross products' sizes, o on the line): more than the rounding of the cross products, of
+#: the crossing points (an edge along the line may cross it anywhere) and of the line's
+#: direction, and of their sum over up to 4e6 edges. The cross products are taken about the
+#: line's origin, which may be as far from p as r's size: relative to |p| alone (a small
+#: prediction at the far end of a long, thin reference) the rounding exceeded 1e-8 |p|.
+_ROUNDING_RELATIVE = 1e-9
 
 #: Half-side of the square of p ∩ r that shows an overlap, relative to the pair's largest
 #: absolute coordinate: some 1e6 ulps, a thousand times the tolerances of GEOS's snapping
@@ -197,9 +205,9 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
 
 
 def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray):
-    """|p ∩ H| for pairs of a line (its inner half-plane H) and a prediction (positions into
-    ``edges``), with the vertices of p in H: (areas (n,), their xy (m, 2), their steps into p
-    (m, 2) (``_into``), their pairs (m,))."""
+    """|p ∩ H| (plus its rounding, ``_ROUNDING_RELATIVE``) for pairs of a line (its inner
+    half-plane H) and a prediction (positions into ``edges``), with the vertices of p in H:
+    (areas (n,), their xy (m, 2), their steps into p (m, 2) (``_into``), their pairs (m,))."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
@@ -228,7 +236,9 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     q0x, q0y = np.where(in0, u0x, cx), np.where(in0, u0y, cy)
     q1x, q1y = np.where(in1, u1x, cx), np.where(in1, u1y, cy)
     cross = (q0x * q1y - q1x * q0y) * edges.sense[edge]
-    area = np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
+    size = (np.abs(q0x) + np.abs(q0y)) * (np.abs(q1x) + np.abs(q1y))
+    area = (np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
+            + _ROUNDING_RELATIVE * np.bincount(owner, size, minlength=len(p)))
     # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
     vertex = edge[in0]
     return area, edges.xy0[vertex], _into(edges, vertex), owner[in0]

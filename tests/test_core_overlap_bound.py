@@ -1,6 +1,7 @@
 """Bounds on sliver overlaps (core.overlap_bound) and overlap_pairs' iou_floor + settle."""
 
 import importlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -32,11 +33,14 @@ def _bound(r, p):
 def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
     # r = unit square; p = [0.9, 2] x [0, 1] crosses r's east edge by 0.1. The line used is
     # x = 1 moved out by the simplification tolerance 1e-3 * sqrt(|hull|) = 0.001, so the
-    # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9.
+    # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9, plus the
+    # rounding allowance 1e-9 * the sum of ‖q0 − o‖₁ ‖q1 − o‖₁ over p's boundary in the
+    # half-plane, o = (1.001, 0) (or (1.001, 1), the same sum): (0, 1)-(-0.101, 1) gives
+    # 1 * 1.101, (-0.101, 1)-(-0.101, 0) 1.101 * 0.101, (-0.101, 0)-(0, 0) 0: 1.212201e-9.
     r = shapely.box(0, 0, 1, 1)
     p = shapely.box(0.9, 0, 2, 1)
     bound, _ = _bound(r, p)
-    assert bound == pytest.approx(0.101 + 1.1e-9, rel=1e-12)
+    assert bound == pytest.approx(0.101 + 1.1e-9 + 1.212201e-9, rel=1e-12)
 
 
 def test_bound_counts_holes_and_parts():
@@ -52,7 +56,9 @@ def test_bound_counts_holes_and_parts():
         )
         p = shapely.MultiPolygon([bar, east])
         bound, _ = _bound(shapely.box(0, 0, 1, 1), p)
-        assert bound == pytest.approx(2.001 - inside_hole + 1e-9 * p.area, rel=1e-12)
+        # (the rounding allowance: 1e-9 x at most 10 products of L1 norms <= 3.1 + 1)
+        want = 2.001 - inside_hole + 1e-9 * p.area
+        assert want < bound < want + 1e-9 * 10 * 4.1**2
 
 
 def test_densified_edges_make_one_line():
@@ -109,6 +115,45 @@ def test_touching_neighbours_are_not_shown_to_overlap():
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
     assert not overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]
+
+
+def _exact_convex_area(r, p):
+    """|r ∩ p| of two convex polygons, in exact rational arithmetic on their float
+    coordinates (Sutherland–Hodgman clipping of p by r's edges, then the shoelace)."""
+    def ring(g):
+        xy = shapely.get_coordinates(shapely.geometry.polygon.orient(g, 1))[:-1]
+        return [(Fraction(x), Fraction(y)) for x, y in xy]
+
+    clipped, edges = ring(p), ring(r)
+    for a, b in zip(edges, edges[1:] + edges[:1]):
+        def side(q):
+            return (b[0] - a[0]) * (q[1] - a[1]) - (b[1] - a[1]) * (q[0] - a[0])
+
+        out = []
+        for q0, q1 in zip(clipped, clipped[1:] + clipped[:1]):
+            s0, s1 = side(q0), side(q1)
+            if s0 >= 0:
+                out.append(q0)
+            if (s0 >= 0) != (s1 >= 0):
+                t = s0 / (s0 - s1)
+                out.append((q0[0] + (q1[0] - q0[0]) * t, q0[1] + (q1[1] - q0[1]) * t))
+        clipped = out
+    twice = sum(q0[0] * q1[1] - q1[0] * q0[1]
+                for q0, q1 in zip(clipped, clipped[1:] + clipped[:1]))
+    return twice / 2
+
+
+def test_bound_of_a_small_prediction_at_the_far_end_of_a_thin_reference():
+    # r: 1000 x 2.3e-6 (too thin to simplify: its hull's own edges are the lines, not moved
+    # out); p: 1e-4 wide, crossing r's long side 999 from the line's origin and ending
+    # 1e-6 inside. The cross products about the origin are ~1e3 times p's size squared, so
+    # their rounding is some 1e-8 |p|: the bound must still be at least the exact overlap.
+    for angle in np.linspace(0.5, 89.5, 60):
+        r = shapely.affinity.rotate(shapely.box(0, 0, 1000, 2.3e-6), angle, origin=(0, 0))
+        p = shapely.affinity.rotate(shapely.box(999 - 1e-4, -1e-5, 999, 1e-6), angle,
+                                    origin=(0, 0))
+        bound, _ = _bound(r, p)
+        assert Fraction(bound) >= _exact_convex_area(r, p), angle
 
 
 def _shown(r, p):
