@@ -18,11 +18,12 @@ beyond which p's box centre lies farthest: for a neighbour, the edge the two fie
 The proof must convince GEOS too: a pair counts only if its overlay has positive area, and a
 vertex of p one ulp inside r (neighbours whose shared corner or T-junction was rounded apart,
 by reprojection say) overlaps r by a triangle about one ulp across, which the overlay rounds
-to a line. So an overlap is shown only by a square of p ∩ r far larger than any rounding: near
-a vertex of p inside r (the vertices on r's side of the line), on the bisector of p's corner
-there, a point T such that T and the corners of the square of half-side ρ = 1e-9 × the pair's
-largest coordinate (10 mm at 10,000 km) centred on T lie strictly inside both r and p
-(prepared point-in-polygon tests).
+to a line. So an overlap is shown only by a region of p ∩ r far wider than any rounding: at
+one of p's vertices farthest inside r's lines, on the bisector of p's corner there, a
+point T 2ρ from both of the corner's edges (ρ = 1e-9 × the pair's largest coordinate, 10 mm at
+10,000 km) inside p, with the square of half-side ρ around T strictly inside r (its centre and
+corners: prepared point-in-polygon tests). p's own edges, the ones it may share with r, are
+then 2ρ from T by construction; only an edge meeting T by chance could come closer.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ _ROUNDING_RELATIVE = 1e-9
 #: overlay (1e-12) and of ``overlap``'s fallback grid (at most 1e-11).
 _SHOWN_RELATIVE = 1e-9
 
-#: Vertices of p inside r tried per pair to show an overlap.
+#: Vertices of p tried per pair to show an overlap, the farthest inside r's lines first.
 _SHOWN_TRIES = 2
 
 #: Pairs are bounded in batches of about this many edges of their predictions (some 100
@@ -164,10 +165,11 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
     Returns:
         (bound, candidates): float (n,) upper bounds in squared units (inf where none was
         worked out: a reference without a line, or p's box centre inside every line's
-        half-plane); candidates = (xy, into, pair): float (m, 2) vertices of p on r's side of
-        the line used, where a sliver's vertices inside r are; float (m, 2) for each, the
-        step into p along the bisector of p's corner there, in units of ``overlap_shown``'s
-        ρ (see ``_into``); int64 (m,) their pairs (``overlap_shown`` tests them).
+        half-plane); candidates = (xy, into, pair), sorted by pair: float (m, 2) up to
+        ``_SHOWN_TRIES`` vertices of p per pair on r's side of the line used (where a
+        sliver's vertices inside r are), the farthest inside all of r's lines first; float (m, 2) for each, the step into
+        p along the bisector of p's corner there, in units of ``overlap_shown``'s ρ (see
+        ``_into``); int64 (m,) their pairs (``overlap_shown`` tests them).
 
     Memory: pairs are measured in batches of about ``_ROW_BATCH`` edges of their
     predictions, edges extracted per batch.
@@ -195,7 +197,7 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
         batch = pairs[lo:hi]
         shapes, local = np.unique(predicted[batch], return_inverse=True)
         area, xy, into, owner = _clipped_areas(
-            lines, Edges(predicted_geometries[shapes]), best[batch], local)
+            lines, Edges(predicted_geometries[shapes]), best[batch], local, reference[batch])
         bound[batch] = area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
         xy_parts.append(xy)
         into_parts.append(into)
@@ -204,10 +206,13 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
                    np.concatenate(pair_parts))
 
 
-def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray):
+def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np.ndarray,
+                   reference: np.ndarray):
     """|p ∩ H| (plus its rounding, ``_ROUNDING_RELATIVE``) for pairs of a line (its inner
-    half-plane H) and a prediction (positions into ``edges``), with the vertices of p in H:
-    (areas (n,), their xy (m, 2), their steps into p (m, 2) (``_into``), their pairs (m,))."""
+    half-plane H) and a prediction (positions into ``edges``), with the deepest vertices of p
+    in H: (areas (n,), their xy (m, 2), their steps into p (m, 2) (``_into``), their pairs
+    (m,), sorted, the deepest first in each pair). Deepest: farthest inside all of the
+    reference's lines (``reference``, int64 (n,), indexes ``lines``' groups)."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
@@ -239,9 +244,23 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     size = (np.abs(q0x) + np.abs(q0y)) * (np.abs(q1x) + np.abs(q1y))
     area = (np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
             + _ROUNDING_RELATIVE * np.bincount(owner, size, minlength=len(p)))
-    # Vertices of p on r's side of the line: where a sliver's vertices inside r are.
-    vertex = edge[in0]
-    return area, edges.xy0[vertex], _into(edges, vertex), owner[in0]
+    # Vertices of p on r's side of the line, where a sliver's vertices inside r are: the
+    # few of each pair farthest inside all of r's lines.
+    vertex, owner = edge[in0], owner[in0]
+    v = edges.xy0[vertex]
+    first = lines.start[reference[owner]]
+    count = lines.start[reference[owner] + 1] - first
+    depth = np.full(len(vertex), np.inf)
+    for j in range(int(count.max(initial=0))):
+        alive = np.flatnonzero(count > j)
+        at = first[alive] + j
+        depth[alive] = np.minimum(depth[alive], (
+            (v[alive, 0] - lines.origin[at, 0]) * lines.normal[at, 0]
+            + (v[alive, 1] - lines.origin[at, 1]) * lines.normal[at, 1]))
+    order = np.lexsort((-depth, owner))
+    rank = np.arange(len(order)) - np.searchsorted(owner[order], owner[order])
+    vertex, owner = vertex[order[rank < _SHOWN_TRIES]], owner[order[rank < _SHOWN_TRIES]]
+    return area, v[order[rank < _SHOWN_TRIES]], _into(edges, vertex), owner
 
 
 def _into(edges: Edges, vertex: np.ndarray) -> np.ndarray:
@@ -262,48 +281,44 @@ def _into(edges: Edges, vertex: np.ndarray) -> np.ndarray:
 
 def overlap_shown(prepared_reference: np.ndarray, predicted: np.ndarray,
                   pair_predicted: np.ndarray, candidates, n: int) -> np.ndarray:
-    """Pairs shown to overlap with positive area, even to GEOS's overlay: near one of p's
-    vertices inside r, a square of half-side ρ = ``_SHOWN_RELATIVE`` × the pair's largest
-    absolute coordinate lies in p ∩ r, its centre and its corners strictly inside both. The
-    centre is the vertex moved ρ × its step into p (``_into``): a corner of p thinner than
-    that (a spike), or a vertex less than about 2ρ inside r, shows nothing.
+    """Pairs shown to overlap with positive area, even to GEOS's overlay: for one of the
+    candidate vertices of p, the point T = vertex + ρ × its step into p (``_into``: 2ρ from
+    the lines of p's two edges there), ρ = ``_SHOWN_RELATIVE`` × the pair's largest absolute
+    coordinate, lies inside p, and the square of half-side ρ around T strictly inside r (its
+    centre and corners). A corner of p thinner than that (a spike), or one less than about
+    3ρ inside r, shows nothing.
 
     Args:
         prepared_reference: object array, shape (n,), each pair's reference (``shapely
             .prepare``d for speed).
-        predicted: object array, shape (n_pred,), the predictions (not modified: copies of
-            those tested are prepared).
+        predicted: object array, shape (n_pred,), the predictions.
         pair_predicted: int64, shape (n,): each pair's position in ``predicted``.
         candidates: (xy, into, pair): float (m, 2) vertices of p, float (m, 2) their steps
-            into p, int64 (m,) their pair positions, as ``bounded_slivers`` returns them.
+            into p, int64 (m,) their pair positions, sorted, as ``bounded_slivers`` returns
+            them; each pair's vertices are tried in order until one shows the overlap.
         n: number of pairs.
 
     Returns:
         bool (n,). False means only "not shown", not "no overlap".
     """
     xy, into, pair = candidates
-    inside = shapely.contains_xy(prepared_reference[pair], xy[:, 0], xy[:, 1])
-    # The first few vertices inside r of each pair.
-    order = np.flatnonzero(inside)
-    order = order[np.argsort(pair[order], kind="stable")]
-    rank = np.arange(len(order)) - np.searchsorted(pair[order], pair[order])
-    tried = order[rank < _SHOWN_TRIES]
-    pair = pair[tried]
+    shown = np.zeros(n, dtype=bool)
+    if len(pair) == 0:
+        return shown
     box = np.abs(np.concatenate([shapely.bounds(prepared_reference),
                                  shapely.bounds(predicted)[pair_predicted]], axis=1))
-    rho = _SHOWN_RELATIVE * box.max(axis=1)[pair]
-    centre = xy[tried] + into[tried] * rho[:, None]
-    ok = np.isfinite(centre).all(axis=1)
-    square = ((0, 0), (-1, -1), (1, -1), (1, 1), (-1, 1))
-    for dx, dy in square:
-        at = np.flatnonzero(ok)
-        ok[at] = shapely.contains_xy(prepared_reference[pair[at]], centre[at, 0] + dx * rho[at],
-                                     centre[at, 1] + dy * rho[at])
-    at = np.flatnonzero(ok)
-    shapes, local = np.unique(pair_predicted[pair[at]], return_inverse=True)
-    prepared = shapely.from_wkb(shapely.to_wkb(predicted[shapes]))
-    shapely.prepare(prepared)
-    for dx, dy in square:
-        ok[at] &= shapely.contains_xy(prepared[local], centre[at, 0] + dx * rho[at],
-                                      centre[at, 1] + dy * rho[at])
-    return np.bincount(pair[ok], minlength=n) > 0
+    rho = _SHOWN_RELATIVE * box.max(axis=1)
+    rank = np.arange(len(pair)) - np.searchsorted(pair, pair)
+    with np.errstate(invalid="ignore"):
+        centre = xy + into * rho[pair][:, None]
+    finite = np.isfinite(centre).all(axis=1)
+    for k in range(int(rank.max()) + 1):
+        at = np.flatnonzero((rank == k) & ~shown[pair] & finite)
+        for dx, dy in ((0, 0), (-1, -1), (1, -1), (1, 1), (-1, 1)):
+            r = rho[pair[at]]
+            at = at[shapely.contains_xy(prepared_reference[pair[at]], centre[at, 0] + dx * r,
+                                        centre[at, 1] + dy * r)]
+        inside = shapely.contains_xy(predicted[pair_predicted[pair[at]]], centre[at, 0],
+                                     centre[at, 1])
+        shown[pair[at[inside]]] = True
+    return shown
