@@ -257,10 +257,23 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
         depth[alive] = np.minimum(depth[alive], (
             (v[alive, 0] - lines.origin[at, 0]) * lines.normal[at, 0]
             + (v[alive, 1] - lines.origin[at, 1]) * lines.normal[at, 1]))
-    order = np.lexsort((-depth, owner))
-    rank = np.arange(len(order)) - np.searchsorted(owner[order], owner[order])
-    vertex, owner = vertex[order[rank < _SHOWN_TRIES]], owner[order[rank < _SHOWN_TRIES]]
-    return area, v[order[rank < _SHOWN_TRIES]], _into(edges, vertex), owner
+    # Each pair's vertices are one run (owner is sorted): its deepest, then the next.
+    n_in = len(owner)
+    runs = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if n_in else np.zeros(0, int)
+    length = np.diff(np.r_[runs, n_in])
+    taken = np.zeros(n_in, dtype=bool)
+    picked = [np.zeros(0, dtype=np.int64)]
+    for _ in range(_SHOWN_TRIES if n_in else 0):
+        left = np.where(taken, -np.inf, depth)
+        top = np.repeat(np.maximum.reduceat(left, runs), length)
+        choice = np.minimum.reduceat(
+            np.where((left == top) & ~taken, np.arange(n_in), n_in), runs)
+        choice = choice[choice < n_in]
+        taken[choice] = True
+        picked.append(choice)
+    picked = np.concatenate(picked)
+    picked = picked[np.argsort(owner[picked], kind="stable")]
+    return area, v[picked], _into(edges, vertex[picked]), owner[picked]
 
 
 def _into(edges: Edges, vertex: np.ndarray) -> np.ndarray:
