@@ -54,6 +54,12 @@ _SLACK_RELATIVE = 1e-9
 #: prediction at the far end of a long, thin reference) the rounding exceeded 1e-8 |p|.
 _ROUNDING_RELATIVE = 1e-9
 
+#: And relative to the pair's largest absolute coordinate times the length of the boundary
+#: of p in the half-plane plus r's perimeter: more than the error of GEOS's overlay area, whose
+#: vertices are rounded (or, on its fallback grid, snapped by at most 1e-11 of that
+#: coordinate): the bound is compared with the areas the overlay gives, not exact ones.
+_OVERLAY_RELATIVE = 1e-11
+
 #: Half-side of the square of p ∩ r that shows an overlap, relative to the pair's largest
 #: absolute coordinate: some 1e6 ulps, a thousand times the tolerances of GEOS's snapping
 #: overlay (1e-12) and of ``overlap``'s fallback grid (at most 1e-11).
@@ -74,6 +80,8 @@ class SupportingLines:
         start: int64, shape (n_geometries + 1,): geometry k's lines are start[k]:start[k+1].
         origin: float, shape (n_lines, 2): a point on each line.
         normal: float, shape (n_lines, 2): unit normals pointing into the half-plane.
+        reach: float, shape (n_geometries,): each geometry's largest absolute coordinate.
+        perimeter: float, shape (n_geometries,): each geometry's boundary length.
     """
 
     def __init__(self, geometries: np.ndarray):
@@ -110,6 +118,8 @@ class SupportingLines:
         self.normal = np.column_stack([-direction[:, 1], direction[:, 0]])
         self.origin = a - self.normal * tolerance[owner][:, None]
         self.start = np.searchsorted(owner, np.arange(n + 1))
+        self.reach = np.abs(shapely.bounds(geometries)).max(axis=1)
+        self.perimeter = shapely.length(geometries)
 
 
 class Edges:
@@ -196,9 +206,13 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
     for lo, hi in budget_splits(size, _ROW_BATCH):
         batch = pairs[lo:hi]
         shapes, local = np.unique(predicted[batch], return_inverse=True)
-        area, xy, into, owner = _clipped_areas(
+        area, length, xy, into, owner = _clipped_areas(
             lines, Edges(predicted_geometries[shapes]), best[batch], local, reference[batch])
-        bound[batch] = area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
+        reach = np.maximum(lines.reach[reference[batch]],
+                           np.abs(predicted_box[predicted[batch]]).max(axis=1))
+        bound[batch] = (area + _SLACK_RELATIVE * predicted_area[predicted[batch]]
+                        + _OVERLAY_RELATIVE * reach
+                        * (length + lines.perimeter[reference[batch]]))
         xy_parts.append(xy)
         into_parts.append(into)
         pair_parts.append(batch[owner])
@@ -210,8 +224,8 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
                    reference: np.ndarray):
     """|p ∩ H| (plus its rounding, ``_ROUNDING_RELATIVE``) for pairs of a line (its inner
     half-plane H) and a prediction (positions into ``edges``), with the deepest vertices of p
-    in H: (areas (n,), their xy (m, 2), their steps into p (m, 2) (``_into``), their pairs
-    (m,), sorted, the deepest first in each pair). Deepest: farthest inside all of the
+    in H: (areas (n,), lengths (L1) of p's boundary in H (n,), their xy (m, 2), their steps
+    into p (m, 2) (``_into``), their pairs (m,), sorted, the deepest first in each pair). Deepest: farthest inside all of the
     reference's lines (``reference``, int64 (n,), indexes ``lines``' groups)."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
@@ -244,6 +258,7 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     size = (np.abs(q0x) + np.abs(q0y)) * (np.abs(q1x) + np.abs(q1y))
     area = (np.maximum(np.bincount(owner, cross, minlength=len(p)) / 2.0, 0.0)
             + _ROUNDING_RELATIVE * np.bincount(owner, size, minlength=len(p)))
+    length = np.bincount(owner, np.abs(q1x - q0x) + np.abs(q1y - q0y), minlength=len(p))
     # Vertices of p on r's side of the line, where a sliver's vertices inside r are: the
     # few of each pair farthest inside all of r's lines.
     vertex, owner = edge[in0], owner[in0]
@@ -260,12 +275,12 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     # Each pair's vertices are one run (owner is sorted): its deepest, then the next.
     n_in = len(owner)
     runs = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if n_in else np.zeros(0, int)
-    length = np.diff(np.r_[runs, n_in])
+    run_length = np.diff(np.r_[runs, n_in])
     taken = np.zeros(n_in, dtype=bool)
     picked = [np.zeros(0, dtype=np.int64)]
     for _ in range(_SHOWN_TRIES if n_in else 0):
         left = np.where(taken, -np.inf, depth)
-        top = np.repeat(np.maximum.reduceat(left, runs), length)
+        top = np.repeat(np.maximum.reduceat(left, runs), run_length)
         choice = np.minimum.reduceat(
             np.where((left == top) & ~taken, np.arange(n_in), n_in), runs)
         choice = choice[choice < n_in]
@@ -273,7 +288,7 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
         picked.append(choice)
     picked = np.concatenate(picked)
     picked = picked[np.argsort(owner[picked], kind="stable")]
-    return area, v[picked], _into(edges, vertex[picked]), owner[picked]
+    return area, length, v[picked], _into(edges, vertex[picked]), owner[picked]
 
 
 def _into(edges: Edges, vertex: np.ndarray) -> np.ndarray:

@@ -36,11 +36,13 @@ def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
     # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9, plus the
     # rounding allowance 1e-9 * the sum of ‖q0 − o‖₁ ‖q1 − o‖₁ over p's boundary in the
     # half-plane, o = (1.001, 0) (or (1.001, 1), the same sum): (0, 1)-(-0.101, 1) gives
-    # 1 * 1.101, (-0.101, 1)-(-0.101, 0) 1.101 * 0.101, (-0.101, 0)-(0, 0) 0: 1.212201e-9.
+    # 1 * 1.101, (-0.101, 1)-(-0.101, 0) 1.101 * 0.101, (-0.101, 0)-(0, 0) 0: 1.212201e-9;
+    # plus the overlay's error allowance, 1e-11 * the largest coordinate 2 * (those pieces'
+    # L1 lengths 0.101 + 1 + 0.101 and r's perimeter 4): 1.0404e-10.
     r = shapely.box(0, 0, 1, 1)
     p = shapely.box(0.9, 0, 2, 1)
     bound, _ = _bound(r, p)
-    assert bound == pytest.approx(0.101 + 1.1e-9 + 1.212201e-9, rel=1e-12)
+    assert bound == pytest.approx(0.101 + 1.1e-9 + 1.212201e-9 + 1.0404e-10, rel=1e-12)
 
 
 def test_bound_counts_holes_and_parts():
@@ -56,9 +58,10 @@ def test_bound_counts_holes_and_parts():
         )
         p = shapely.MultiPolygon([bar, east])
         bound, _ = _bound(shapely.box(0, 0, 1, 1), p)
-        # (the rounding allowance: 1e-9 x at most 10 products of L1 norms <= 3.1 + 1)
+        # (the rounding allowances: 1e-9 x at most 10 products of L1 norms <= 3.1 + 1, and
+        # 1e-11 x the largest coordinate 13 x at most 12 of boundary and 4 of r's perimeter)
         want = 2.001 - inside_hole + 1e-9 * p.area
-        assert want < bound < want + 1e-9 * 10 * 4.1**2
+        assert want < bound < want + 1e-9 * 10 * 4.1**2 + 1e-11 * 13 * 16
 
 
 def test_densified_edges_make_one_line():
