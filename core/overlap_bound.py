@@ -55,8 +55,8 @@ _SLACK_RELATIVE = 1e-9
 _ROUNDING_RELATIVE = 1e-9
 
 #: And relative to the pair's largest absolute coordinate times the length of the boundary
-#: of p in the half-plane plus r's perimeter: more than the error of GEOS's overlay area, whose
-#: vertices are rounded (or, on its fallback grid, snapped by at most 1e-11 of that
+#: of p in the half-plane plus r's perimeter: more than the error of GEOS's overlay area,
+#: whose vertices are rounded (or, on its fallback grid, snapped by at most 1e-11 of that
 #: coordinate): the bound is compared with the areas the overlay gives, not exact ones.
 _OVERLAY_RELATIVE = 1e-11
 
@@ -177,9 +177,10 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
         worked out: a reference without a line, or p's box centre inside every line's
         half-plane); candidates = (xy, into, pair), sorted by pair: float (m, 2) up to
         ``_SHOWN_TRIES`` vertices of p per pair on r's side of the line used (where a
-        sliver's vertices inside r are), the farthest inside all of r's lines first; float (m, 2) for each, the step into
-        p along the bisector of p's corner there, in units of ``overlap_shown``'s ρ (see
-        ``_into``); int64 (m,) their pairs (``overlap_shown`` tests them).
+        sliver's vertices inside r are), the farthest inside all of r's lines first; float
+        (m, 2) for each, the step into p along the bisector of p's corner there, in units
+        of ``overlap_shown``'s ρ (see ``_into``); int64 (m,) their pairs (``overlap_shown``
+        tests them).
 
     Memory: pairs are measured in batches of about ``_ROW_BATCH`` edges of their
     predictions, edges extracted per batch.
@@ -225,8 +226,9 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     """|p ∩ H| (plus its rounding, ``_ROUNDING_RELATIVE``) for pairs of a line (its inner
     half-plane H) and a prediction (positions into ``edges``), with the deepest vertices of p
     in H: (areas (n,), lengths (L1) of p's boundary in H (n,), their xy (m, 2), their steps
-    into p (m, 2) (``_into``), their pairs (m,), sorted, the deepest first in each pair). Deepest: farthest inside all of the
-    reference's lines (``reference``, int64 (n,), indexes ``lines``' groups)."""
+    into p (m, 2) (``_into``), their pairs (m,), sorted, the deepest first in each pair).
+    Deepest: farthest inside all of the reference's lines (``reference``, int64 (n,), the
+    pairs' groups in ``lines``)."""
     per_pair = edges.start[p + 1] - edges.start[p]
     row_pair = np.repeat(np.arange(len(p)), per_pair)
     row_edge = (np.arange(len(row_pair))
