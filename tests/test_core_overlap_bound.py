@@ -193,13 +193,13 @@ def test_a_spike_one_ulp_inside_shows_no_overlap():
 
 
 def test_a_real_sliver_far_from_the_origin_is_shown():
-    # p crosses r's east edge x = 1e6 + 100 by 0.1: a square of half-side 1e-9 * 5e6 = 0.005
-    # fits in the overlap, 0.01 from p's corner (its step is 4 / |w| = 2√2 half-sides).
+    # p crosses r's east edge x = 1e6 + 100 by 0.1: a square of half-side ρ = 1e-10 x 5e6
+    # (5e-4) around a point 2ρ from both edges at p's corner fits in the overlap ...
     r = shapely.box(1e6, 5e6, 1e6 + 100, 5e6 + 100)
     p = shapely.box(1e6 + 99.9, 5e6 + 10, 1e6 + 200, 5e6 + 90)
     assert _shown(r, p)
-    # ... and not when the crossing (0.005) is narrower than the square's reach (0.02).
-    assert not _shown(r, shapely.box(1e6 + 99.995, 5e6 + 10, 1e6 + 200, 5e6 + 90))
+    # ... and not when the crossing (5e-4) is narrower than the square's reach (3ρ, 1.5e-3).
+    assert not _shown(r, shapely.box(1e6 + 99.9995, 5e6 + 10, 1e6 + 200, 5e6 + 90))
 
 
 def test_fields_one_ulp_apart_at_a_corner_overlap_only_their_own_predictions():
