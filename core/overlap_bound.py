@@ -66,6 +66,9 @@ _OVERLAY_RELATIVE = 1e-11
 #: 2 % fewer of fields_50k's slivers, overlaps of a few cm at 1e7 m from the origin.)
 _SHOWN_RELATIVE = 1e-10
 
+#: The centre and corners of that square, in half-sides.
+_SQUARE = np.array([(0.0, 0.0), (-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)])
+
 #: Vertices of p tried per pair to show an overlap, the farthest inside r's lines first.
 _SHOWN_TRIES = 2
 
@@ -345,10 +348,10 @@ def overlap_shown(prepared_reference: np.ndarray, predicted: np.ndarray,
     finite = np.isfinite(centre).all(axis=1)
     for k in range(int(rank.max()) + 1):
         at = np.flatnonzero((rank == k) & ~shown[pair] & finite)
-        for dx, dy in ((0, 0), (-1, -1), (1, -1), (1, 1), (-1, 1)):
-            r = rho[pair[at]]
-            at = at[shapely.contains_xy(prepared_reference[pair[at]], centre[at, 0] + dx * r,
-                                        centre[at, 1] + dy * r)]
+        square = (centre[at, None, :] + _SQUARE[None] * rho[pair[at], None, None]).reshape(-1, 2)
+        in_r = shapely.contains_xy(np.repeat(prepared_reference[pair[at]], len(_SQUARE)),
+                                   square[:, 0], square[:, 1])
+        at = at[in_r.reshape(-1, len(_SQUARE)).all(axis=1)]
         inside = shapely.contains_xy(predicted[pair_predicted[pair[at]]], centre[at, 0],
                                      centre[at, 1])
         shown[pair[at[inside]]] = True
