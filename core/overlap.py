@@ -162,14 +162,15 @@ def overlap_pairs(
             return np.zeros(0, dtype=bool)
         refs, local_r = np.unique(ri, return_inverse=True)
         preds, local_p = np.unique(pi, return_inverse=True)
-        bound, (xy, pair) = bounded_slivers(
+        bound, (xy, into, pair) = bounded_slivers(
             SupportingLines(reference[refs]), predicted[preds], local_r, local_p,
             pred_key[preds, 1:5], predicted_area_m2[preds],
         )
         low = np.isfinite(bound) & (
             iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor)
         tested = low[pair]
-        skip = low & overlap_shown(prepared_ref, (xy[tested], pair[tested]), len(ri))
+        skip = low & overlap_shown(prepared_ref, predicted[preds], local_p,
+                                   (xy[tested], into[tested], pair[tested]), len(ri))
         out[rows[skip]] = bound[skip]
         return skip
 

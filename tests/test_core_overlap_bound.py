@@ -1,6 +1,7 @@
 """Bounds on sliver overlaps (core.overlap_bound) and overlap_pairs' iou_floor + settle."""
 
 import importlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -32,11 +33,16 @@ def _bound(r, p):
 def test_bound_of_a_neighbour_is_its_part_beyond_the_shared_edge():
     # r = unit square; p = [0.9, 2] x [0, 1] crosses r's east edge by 0.1. The line used is
     # x = 1 moved out by the simplification tolerance 1e-3 * sqrt(|hull|) = 0.001, so the
-    # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9.
+    # bound is |p ∩ {x <= 1.001}| = 0.101 * 1, plus the slack 1e-9 * |p| = 1.1e-9, plus the
+    # rounding allowance 1e-9 * the sum of ‖q0 − o‖₁ ‖q1 − o‖₁ over p's boundary in the
+    # half-plane, o = (1.001, 0) (or (1.001, 1), the same sum): (0, 1)-(-0.101, 1) gives
+    # 1 * 1.101, (-0.101, 1)-(-0.101, 0) 1.101 * 0.101, (-0.101, 0)-(0, 0) 0: 1.212201e-9;
+    # plus the overlay's error allowance, 1e-11 * the largest coordinate 2 * (those pieces'
+    # L1 lengths 0.101 + 1 + 0.101 and r's perimeter 4): 1.0404e-10.
     r = shapely.box(0, 0, 1, 1)
     p = shapely.box(0.9, 0, 2, 1)
     bound, _ = _bound(r, p)
-    assert bound == pytest.approx(0.101 + 1.1e-9, rel=1e-12)
+    assert bound == pytest.approx(0.101 + 1.1e-9 + 1.212201e-9 + 1.0404e-10, rel=1e-12)
 
 
 def test_bound_counts_holes_and_parts():
@@ -52,7 +58,10 @@ def test_bound_counts_holes_and_parts():
         )
         p = shapely.MultiPolygon([bar, east])
         bound, _ = _bound(shapely.box(0, 0, 1, 1), p)
-        assert bound == pytest.approx(2.001 - inside_hole + 1e-9 * p.area, rel=1e-12)
+        # (the rounding allowances: 1e-9 x at most 10 products of L1 norms <= 3.1 + 1, and
+        # 1e-11 x the largest coordinate 13 x at most 12 of boundary and 4 of r's perimeter)
+        want = 2.001 - inside_hole + 1e-9 * p.area
+        assert want < bound < want + 1e-9 * 10 * 4.1**2 + 1e-11 * 13 * 16
 
 
 def test_densified_edges_make_one_line():
@@ -98,7 +107,7 @@ def test_bound_is_an_upper_bound_and_a_shown_overlap_is_real(a, b, dx, dy, scale
     assert bound >= exact * (1 - 1e-12) - 1e-12
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    if overlap_shown(prepared, candidates, 1)[0]:
+    if overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]:
         assert exact > 0
 
 
@@ -108,7 +117,99 @@ def test_touching_neighbours_are_not_shown_to_overlap():
     _, candidates = _bound(r, p)
     prepared = np.array([r], dtype=object)
     shapely.prepare(prepared)
-    assert not overlap_shown(prepared, candidates, 1)[0]
+    assert not overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]
+
+
+def _exact_convex_area(r, p):
+    """|r ∩ p| of two convex polygons, in exact rational arithmetic on their float
+    coordinates (Sutherland–Hodgman clipping of p by r's edges, then the shoelace)."""
+    def ring(g):
+        xy = shapely.get_coordinates(shapely.geometry.polygon.orient(g, 1))[:-1]
+        return [(Fraction(x), Fraction(y)) for x, y in xy]
+
+    clipped, edges = ring(p), ring(r)
+    for a, b in zip(edges, edges[1:] + edges[:1]):
+        def side(q):
+            return (b[0] - a[0]) * (q[1] - a[1]) - (b[1] - a[1]) * (q[0] - a[0])
+
+        out = []
+        for q0, q1 in zip(clipped, clipped[1:] + clipped[:1]):
+            s0, s1 = side(q0), side(q1)
+            if s0 >= 0:
+                out.append(q0)
+            if (s0 >= 0) != (s1 >= 0):
+                t = s0 / (s0 - s1)
+                out.append((q0[0] + (q1[0] - q0[0]) * t, q0[1] + (q1[1] - q0[1]) * t))
+        clipped = out
+    twice = sum(q0[0] * q1[1] - q1[0] * q0[1]
+                for q0, q1 in zip(clipped, clipped[1:] + clipped[:1]))
+    return twice / 2
+
+
+def test_bound_of_a_small_prediction_at_the_far_end_of_a_thin_reference():
+    # r: 1000 x 2.3e-6 (too thin to simplify: its hull's own edges are the lines, not moved
+    # out); p: 1e-4 wide, crossing r's long side 999 from the line's origin and ending
+    # 1e-6 inside. The cross products about the origin are ~1e3 times p's size squared, so
+    # their rounding is some 1e-8 |p|: the bound must still be at least the exact overlap.
+    for angle in np.linspace(0.5, 89.5, 60):
+        r = shapely.affinity.rotate(shapely.box(0, 0, 1000, 2.3e-6), angle, origin=(0, 0))
+        p = shapely.affinity.rotate(shapely.box(999 - 1e-4, -1e-5, 999, 1e-6), angle,
+                                    origin=(0, 0))
+        bound, _ = _bound(r, p)
+        assert Fraction(bound) >= _exact_convex_area(r, p), angle
+
+
+def _shown(r, p):
+    """overlap_shown for the single pair (r, p)."""
+    _, candidates = _bound(r, p)
+    prepared = np.array([r], dtype=object)
+    shapely.prepare(prepared)
+    return overlap_shown(prepared, np.array([p], dtype=object), np.array([0]), candidates, 1)[0]
+
+
+# Two neighbouring fields in UTM-sized coordinates whose shared corner was rounded apart: p's
+# SW corner is one ulp (2.3e-10) west of r's NE corner, so inside r, and the two overlap by a
+# triangle about one ulp across (some 1e-20), which the overlay rounds to a line.
+_CORNER_R = shapely.Polygon([
+    (1654241.0529984015, 6246648.842901763), (1654329.644118663, 6246647.805394218),
+    (1654332.4716750425, 6246680.319138552), (1654243.8793471225, 6246681.356651466)])
+_CORNER_P = shapely.Polygon([
+    (1654332.4716750418, 6246680.319138552), (1654421.0639111407, 6246679.281181516),
+    (1654423.8927670352, 6246711.794476022), (1654335.2993232426, 6246712.832438426)])
+
+
+def test_a_corner_one_ulp_inside_shows_no_overlap():
+    assert shapely.contains_xy(_CORNER_R, 1654332.4716750418, 6246680.319138552)
+    assert not _shown(_CORNER_R, _CORNER_P)
+
+
+def test_a_spike_one_ulp_inside_shows_no_overlap():
+    # A spike 2 mm wide 100 m from its apex, the apex one ulp (9.3e-10) inside r's north
+    # edge y = 5e6: the overlap is a triangle 1.9e-14 wide, narrower than an ulp of x.
+    y = 5e6
+    r = shapely.box(0, y - 1000, 1000, y)
+    p = shapely.Polygon([(500 - 1e-3, y + 100), (500, y - np.spacing(y)), (500 + 1e-3, y + 100)])
+    assert not _shown(r, p)
+
+
+def test_a_real_sliver_far_from_the_origin_is_shown():
+    # p crosses r's east edge x = 1e6 + 100 by 0.1: a square of half-side ρ = 1e-10 x 5e6
+    # (5e-4) around a point 2ρ from both edges at p's corner fits in the overlap ...
+    r = shapely.box(1e6, 5e6, 1e6 + 100, 5e6 + 100)
+    p = shapely.box(1e6 + 99.9, 5e6 + 10, 1e6 + 200, 5e6 + 90)
+    assert _shown(r, p)
+    # ... and not when the crossing (5e-4) is narrower than the square's reach (3ρ, 1.5e-3).
+    assert not _shown(r, shapely.box(1e6 + 99.9995, 5e6 + 10, 1e6 + 200, 5e6 + 90))
+
+
+def test_fields_one_ulp_apart_at_a_corner_overlap_only_their_own_predictions():
+    # Each field is predicted exactly; the corner contact is no overlap (pairs whose
+    # intersection has no area do not overlap), with a CRS or without.
+    for crs in (None, "EPSG:32633"):
+        result = evaluate([_CORNER_R, _CORNER_P], [_CORNER_R, _CORNER_P],
+                          predicted_crs=crs, reference_crs=crs)
+        assert result.per_reference["n_overlapping_pred"].tolist() == [1, 1]
+        assert result.per_reference["best_iou"].tolist() == [1.0, 1.0]
 
 
 def _shared_edge_grid(n, seed):
@@ -185,6 +286,50 @@ def test_evaluate_gives_the_same_tables_as_with_every_pair_overlaid(monkeypatch)
     assert bounded.metrics == exact.metrics
 
 
+def _every_pair_overlaid(**kwargs):
+    """evaluate(**kwargs) with overlap_pairs given no iou_floor: every pair overlaid."""
+    original = evaluate_module.overlap_pairs
+
+    def every_pair_exact(*args, **kw):
+        kw.pop("iou_floor", None)
+        return original(*args, **kw)
+
+    evaluate_module.overlap_pairs = every_pair_exact
+    try:
+        return evaluate(**kwargs)
+    finally:
+        evaluate_module.overlap_pairs = original
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([None, "EPSG:32633"]),
+       st.sampled_from([0.01, 0.5]))
+def test_fields_rounded_apart_give_the_same_tables_as_every_pair_overlaid(seed, crs, threshold):
+    # UTM-sized coordinates; each prediction is a reference field, or a neighbour's, with
+    # every vertex moved by up to 3 ulps (the same move for a vertex shared by two fields),
+    # some shifted by 2 % of a field, some merged: corners and edges one ulp inside a
+    # neighbour everywhere (differential fuzzing found 1 case in 3.5 counting such pairs).
+    rng = np.random.default_rng(seed)
+    ref, _ = _shared_edge_grid(4, seed)
+    ref = np.array([shapely.affinity.translate(g, 1.65e6, 6.2e6) for g in ref], dtype=object)
+    xy = shapely.get_coordinates(ref)
+    unique, inverse = np.unique(xy, axis=0, return_inverse=True)
+    moved = unique + np.spacing(np.abs(unique)) * rng.integers(-3, 4, unique.shape)
+    nudged = shapely.set_coordinates(ref.copy(), moved[inverse.ravel()])
+    pred = [g if rng.random() < 0.7 else shapely.affinity.translate(g, *rng.normal(0, 2, 2))
+            for g in nudged]
+    pred.append(shapely.union(nudged[0], nudged[1]))
+    kwargs = dict(predicted=pred, reference=list(ref), predicted_crs=crs, reference_crs=crs,
+                  iou_threshold=threshold, boundary_sample_spacing_m=None)
+    bounded, exact = evaluate(**kwargs), _every_pair_overlaid(**kwargs)
+    for table in ("per_reference", "per_predicted"):
+        a, b = getattr(bounded, table), getattr(exact, table)
+        for key in a:
+            assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]), equal_nan=
+                                  np.asarray(a[key]).dtype.kind == "f"), key
+    assert bounded.metrics == exact.metrics
+
+
 def test_bounds_in_small_batches_are_the_same(monkeypatch):
     from iou_evaluation.core import overlap_bound
 
@@ -209,7 +354,7 @@ def test_bounds_in_small_batches_are_the_same(monkeypatch):
     assert max(built) == int(shapely.get_num_coordinates(pred).max())
     assert np.array_equal(whole[0], batched[0])
     def rows(candidates):
-        xy, pair = candidates
-        return sorted(zip(pair.tolist(), map(tuple, xy.tolist())))
+        xy, into, pair = candidates
+        return sorted(zip(pair.tolist(), map(tuple, xy.tolist()), map(tuple, into.tolist())))
 
     assert rows(whole[1]) == rows(batched[1])
