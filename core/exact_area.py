@@ -178,7 +178,7 @@ class LonLatArea:
     def __call__(self, geoms) -> np.ndarray:
         geoms = np.asarray(geoms, dtype=object).reshape(-1)
         out = np.zeros(len(geoms))
-        polygons, row = _polygons(geoms)
+        polygons, row = polygons_with_rows(geoms)
         if len(polygons) == 0:
             return out
         rings, ring_polygon = shapely.get_rings(polygons, return_index=True)
@@ -232,9 +232,10 @@ def _central_meridian(crs: pyproj.CRS) -> float:
     return 0.0
 
 
-def _polygons(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The polygons inside each geometry (through multi-parts and collections) and the row
-    each came from, shapes (m,)."""
+def polygons_with_rows(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The non-empty polygons inside each geometry (through multi-parts and collections,
+    nested up to four deep) and the row each came from: object array of shape (n,) in,
+    (polygons, rows) of shapes (m,) out, in row order of first appearance."""
     present = np.flatnonzero(~shapely.is_missing(geoms))
     parts, row = geoms[present], present
     for _ in range(4):  # collections nest rarely, and never deeper in GEOS's overlay output

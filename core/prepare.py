@@ -39,7 +39,7 @@ import shapely
 
 from .crs import crs_label, densify_step, resolve_crs, to_crs, transformer
 from .densify import Projector, densify_adaptive
-from .exact_area import LonLatArea
+from .exact_area import LonLatArea, polygons_with_rows
 from .parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
 from .wording import count_of
@@ -438,20 +438,12 @@ def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return geoms
     out = geoms.copy()
-    parts, row = shapely.get_parts(geoms[rows], return_index=True)
-    for _ in range(4):  # as exact_area._polygons: collections nest rarely
-        nested = np.isin(shapely.get_type_id(parts), (MULTIPOLYGON, COLLECTION))
-        if not nested.any():
-            break
-        inner, at = shapely.get_parts(parts[nested], return_index=True)
-        row = np.concatenate([row[~nested], row[nested][at]])
-        parts = np.concatenate([parts[~nested], inner])
-    keep = (shapely.get_type_id(parts) == POLYGON) & ~shapely.is_empty(parts)
+    parts, row = polygons_with_rows(geoms[rows])
     out[rows] = None
-    if keep.any():
-        has, compact = np.unique(row[keep], return_inverse=True)
+    if len(parts):
+        has, compact = np.unique(row, return_inverse=True)
         order = np.argsort(compact, kind="stable")
-        out[rows[has]] = shapely.multipolygons(parts[keep][order], indices=compact[order])
+        out[rows[has]] = shapely.multipolygons(parts[order], indices=compact[order])
     return out
 
 
