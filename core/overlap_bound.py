@@ -125,6 +125,23 @@ class SupportingLines:
         self.reach = np.abs(shapely.bounds(geometries)).max(axis=1)
         self.perimeter = shapely.length(geometries)
 
+    def deepest(self, xy: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For points ``xy`` (float (m, 2)) and the geometry each is measured against
+        (``group``, int64 (m,)): the least signed distance to that geometry's lines (>= 0
+        inside every half-plane) and the first line giving it; inf and -1 without lines."""
+        first = self.start[group]
+        count = self.start[group + 1] - first
+        depth = np.full(len(group), np.inf)
+        line = np.full(len(group), -1, dtype=np.int64)
+        for j in range(int(count.max(initial=0))):
+            alive = np.flatnonzero(count > j)
+            at = first[alive] + j
+            d = ((xy[alive, 0] - self.origin[at, 0]) * self.normal[at, 0]
+                 + (xy[alive, 1] - self.origin[at, 1]) * self.normal[at, 1])
+            better = d < depth[alive]
+            depth[alive[better]], line[alive[better]] = d[better], at[better]
+        return depth, line
+
 
 class Edges:
     """The edges of polygonal geometries, grouped by geometry, with each ring's sense.
@@ -194,16 +211,7 @@ def bounded_slivers(lines: SupportingLines, predicted_geometries: np.ndarray,
     # The line beyond which p's box centre lies farthest. A centre inside every line's
     # half-plane (p's own field, mostly) is left unbounded: its bound would be large.
     centre = (predicted_box[predicted, :2] + predicted_box[predicted, 2:]) / 2.0
-    count = lines.start[reference + 1] - lines.start[reference]
-    best = np.full(n, -1, dtype=np.int64)
-    depth = np.full(n, np.inf)
-    for j in range(int(count.max(initial=0))):
-        alive = np.flatnonzero(count > j)
-        line = lines.start[reference[alive]] + j
-        d = ((centre[alive, 0] - lines.origin[line, 0]) * lines.normal[line, 0]
-             + (centre[alive, 1] - lines.origin[line, 1]) * lines.normal[line, 1])
-        better = d < depth[alive]
-        depth[alive[better]], best[alive[better]] = d[better], line[better]
+    depth, best = lines.deepest(centre, reference)
     pairs = np.flatnonzero(depth < 0)
     size = shapely.get_num_coordinates(predicted_geometries)[predicted[pairs]]
     xy_parts, into_parts = [np.zeros((0, 2))], [np.zeros((0, 2))]
@@ -269,15 +277,7 @@ def _clipped_areas(lines: SupportingLines, edges: Edges, line: np.ndarray, p: np
     # few of each pair farthest inside all of r's lines.
     vertex, owner = edge[in0], owner[in0]
     v = edges.xy0[vertex]
-    first = lines.start[reference[owner]]
-    count = lines.start[reference[owner] + 1] - first
-    depth = np.full(len(vertex), np.inf)
-    for j in range(int(count.max(initial=0))):
-        alive = np.flatnonzero(count > j)
-        at = first[alive] + j
-        depth[alive] = np.minimum(depth[alive], (
-            (v[alive, 0] - lines.origin[at, 0]) * lines.normal[at, 0]
-            + (v[alive, 1] - lines.origin[at, 1]) * lines.normal[at, 1]))
+    depth, _ = lines.deepest(v, reference[owner])
     # Each pair's vertices are one run (owner is sorted): its deepest, then the next.
     n_in = len(owner)
     runs = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if n_in else np.zeros(0, int)

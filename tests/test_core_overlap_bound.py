@@ -266,24 +266,11 @@ def test_settled_pairs_give_the_maxima_of_exact_pairs(n, seed, floor):
                 assert np.array_equal(got, want)
 
 
-def test_evaluate_gives_the_same_tables_as_with_every_pair_overlaid(monkeypatch):
+def test_evaluate_gives_the_same_tables_as_with_every_pair_overlaid():
     ref, pred = _shared_edge_grid(12, 3)
     bounded = evaluate(pred, ref)
-    original = evaluate_module.overlap_pairs
-
-    def every_pair_exact(*args, **kwargs):
-        kwargs.pop("iou_floor", None)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(evaluate_module, "overlap_pairs", every_pair_exact)
-    exact = evaluate(pred, ref)
     assert bounded.pairs.bounded.any()
-    for table in ("per_reference", "per_predicted"):
-        a, b = getattr(bounded, table), getattr(exact, table)
-        for key in a:
-            assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]), equal_nan=
-                                  np.asarray(a[key]).dtype.kind == "f"), key
-    assert bounded.metrics == exact.metrics
+    _assert_same_evaluation(bounded, _every_pair_overlaid(predicted=pred, reference=ref))
 
 
 def _every_pair_overlaid(**kwargs):
@@ -299,6 +286,16 @@ def _every_pair_overlaid(**kwargs):
         return evaluate(**kwargs)
     finally:
         evaluate_module.overlap_pairs = original
+
+
+def _assert_same_evaluation(a, b):
+    """Every per-reference and per-predicted column (NaN equal to NaN) and every metric."""
+    for table in ("per_reference", "per_predicted"):
+        left, right = getattr(a, table), getattr(b, table)
+        for key in left:
+            x, y = np.asarray(left[key]), np.asarray(right[key])
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), key
+    assert a.metrics == b.metrics
 
 
 @settings(max_examples=12, deadline=None)
@@ -321,13 +318,7 @@ def test_fields_rounded_apart_give_the_same_tables_as_every_pair_overlaid(seed, 
     pred.append(shapely.union(nudged[0], nudged[1]))
     kwargs = dict(predicted=pred, reference=list(ref), predicted_crs=crs, reference_crs=crs,
                   iou_threshold=threshold, boundary_sample_spacing_m=None)
-    bounded, exact = evaluate(**kwargs), _every_pair_overlaid(**kwargs)
-    for table in ("per_reference", "per_predicted"):
-        a, b = getattr(bounded, table), getattr(exact, table)
-        for key in a:
-            assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]), equal_nan=
-                                  np.asarray(a[key]).dtype.kind == "f"), key
-    assert bounded.metrics == exact.metrics
+    _assert_same_evaluation(evaluate(**kwargs), _every_pair_overlaid(**kwargs))
 
 
 def test_bounds_in_small_batches_are_the_same(monkeypatch):
