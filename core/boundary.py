@@ -453,11 +453,13 @@ def pair_boundary_distances(
     segment length of the pair (not its extent), a candidate search counts what it would
     gather and splits its batch to stay within ``_ROW_BUDGET`` rows, and a pair's pieces are
     done in blocks. A pair with more than ``_COARSE_MIN_SEGMENTS`` segments (a polygonised
-    raster, a 10⁶-gon) is measured against its boundaries simplified within ε = Δ/32 (each
-    side where that halves its segments; the integrated boundaries stay whole): distances to
-    the simplified target are within ε of the exact ones, the pieces are integrated with
-    Δ' = 3Δ/4, and the Hausdorff distance is lowered by ε, so it stays within [H - 2ε - Δ'/2,
-    H] = [H - 7Δ/16, H] and the mean within ε + Δ'/4 = 7Δ/32 of exact: the same bounds.
+    raster, a 10⁶-gon) is measured against its boundaries simplified within ε (each side
+    where that halves its segments; the integrated boundaries stay whole), ε = Δ/32, or the
+    longer boundary / 32,000 when that is smaller (layers in small units, where Δ's 1-unit
+    floor exceeds the pair): distances to the simplified target are within ε of the exact
+    ones, the pieces are integrated with Δ' = 3Δ/4, and the Hausdorff distance is lowered by
+    ε, so it stays within [H - 2ε - Δ'/2, H] ⊆ [H - 7Δ/16, H] and the mean within ε + Δ'/4
+    <= 7Δ/32 of exact: the same bounds.
 
     Args:
         reference, predicted: object arrays, shape (n_pairs,), of polygonal geometries (their
@@ -517,8 +519,9 @@ def pair_boundary_distances(
         m = hi - lo
         len_r, len_p = _lengths(seg_r, m, scale), _lengths(seg_p, m, scale)
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
+        epsilon = _coarse_tolerance(delta, len_r, len_p)
         target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
-                                                     delta)
+                                                     epsilon)
         # Handed over in a list that _pair_distances empties: the segments are freed once
         # they are framed (for a large pair, a third of the memory).
         segments = [seg_r, seg_p, target_r, target_p]
@@ -527,7 +530,7 @@ def pair_boundary_distances(
                                          * delta, scale)
         # Distances to a target simplified within ε are within ε of the exact ones: lowered
         # by ε, the Hausdorff distance is never above the exact one.
-        hmax = np.where(coarse, np.maximum(hmax - _COARSE_FRACTION * delta, 0.0), hmax)
+        hmax = np.where(coarse, np.maximum(hmax - epsilon, 0.0), hmax)
         rows = lo + np.flatnonzero(ok)
         hausdorff[rows] = hmax[ok]
         mean[rows] = integral[ok] / (len_r[ok] + len_p[ok])
@@ -655,15 +658,30 @@ class _Boundaries:
         return np.take(self.box, seg, axis=1)
 
 
-def _coarse_targets(ref, pred, seg_r: Segments, seg_p: Segments, delta):
+def _coarse_tolerance(delta, len_r, len_p) -> np.ndarray:
+    """ε of each pair, float array like ``delta``: ``_COARSE_FRACTION`` × the smaller of Δ
+    and the longer boundary / ``BOUNDARY_MAX_SAMPLES``.
+
+    Without the second term, Δ's floor of 1 unit (``sample_spacing``) makes ε larger than the
+    pair itself in layers of small units (degrees, a model's 0-1 coordinates): every curve
+    would collapse under simplification, be kept whole, and a pair of many vertices would
+    cost the square of them. The term changes nothing where the perimeter is over 1,000
+    units (``delta`` is at least that / 1,000) and never raises ε, so the bounds hold.
+    """
+    return _COARSE_FRACTION * np.minimum(delta,
+                                         np.maximum(len_r, len_p) / BOUNDARY_MAX_SAMPLES)
+
+
+def _coarse_targets(ref, pred, seg_r: Segments, seg_p: Segments, epsilon):
     """The boundaries each pair's distances are measured to: its own segments, or for a
     large pair (more than ``_COARSE_MIN_SEGMENTS``) on each side where that at least halves
-    the segments, the boundary simplified within ε = ``_COARSE_FRACTION`` Δ.
+    the segments, the boundary simplified within ``epsilon`` (float array, shape (m,),
+    ``_coarse_tolerance``).
 
     Returns ``(target_r, target_p, coarse)``: Segments like ``seg_r`` and ``seg_p`` (owners
     0..m-1) and a bool array, shape (m,), True for the pairs with a simplified side.
     """
-    m = len(delta)
+    m = len(epsilon)
     n_r = np.bincount(seg_r.owner, minlength=m)
     n_p = np.bincount(seg_p.owner, minlength=m)
     big = (n_r + n_p > _COARSE_MIN_SEGMENTS) & seg_r.valid & seg_p.valid
@@ -673,7 +691,7 @@ def _coarse_targets(ref, pred, seg_r: Segments, seg_p: Segments, delta):
     targets = []
     for geoms, seg, count in ((ref, seg_r, n_r), (pred, seg_p, n_p)):
         simple = np.full(m, None, dtype=object)
-        simple[big] = simplified_boundaries(geoms[big], _COARSE_FRACTION * delta[big])
+        simple[big] = simplified_boundaries(geoms[big], epsilon[big])
         small = boundary_segments(simple)
         use = big & small.valid & (np.bincount(small.owner, minlength=m) <= _COARSE_GAIN * count)
         if not use.any():

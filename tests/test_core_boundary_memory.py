@@ -156,6 +156,67 @@ def test_pairs_below_the_coarse_threshold_are_exact_as_before():
     assert m[0] == pytest.approx(analytic_mean_distance(1000.0, 100.0), abs=0.01)
 
 
+def circle_square_values(radius, half_side):
+    """Hausdorff and mean boundary distance of a circle of radius R and the concentric square
+    of half-side a, a < R < a√2, worked out from the geometry.
+
+    A point (a, y) of the square's side is at |R - sqrt(a² + y²)| from the circle: at most
+    R - a (the side's middle; the corners give a√2 - R, less here). A point of the circle at
+    angle t is at distance from the square: outside it (|cos t| R > a), R |cos t| - a at
+    most R - a; inside, a - R max(|cos t|, |sin t|). So H = R - a. The mean integrates both
+    (scipy quadrature) over the perimeters 2πR + 8a.
+    """
+    r, a = radius, half_side
+
+    def to_square(t):
+        x, y = abs(r * math.cos(t)), abs(r * math.sin(t))
+        if x <= a and y <= a:
+            return a - max(x, y)
+        return math.hypot(max(x - a, 0.0), max(y - a, 0.0))
+
+    corner = math.acos(a / r)  # where the circle crosses the side x = a
+    on_circle, _ = integrate.quad(to_square, 0.0, math.pi / 4, points=[corner], limit=200,
+                                  epsabs=1e-15)
+    on_side, _ = integrate.quad(lambda y: abs(r - math.hypot(a, y)), 0.0, a,
+                                points=[math.sqrt(r * r - a * a)], limit=200, epsabs=1e-15)
+    # Eight octants of the circle (arc length R dt), eight half-sides of the square.
+    mean = (8 * r * on_circle + 8 * on_side) / (2 * math.pi * r + 8 * a)
+    return r - a, mean
+
+
+def test_pairs_in_small_units_are_simplified_and_linear(monkeypatch):
+    """A pair in small units (a model's normalised coordinates, degrees without a CRS): an
+    n-gon of radius 0.0016 and the square of half-side 0.0013. Δ's floor of 1 unit is larger
+    than the pair, and simplified within Δ/32 the circle collapsed and was kept whole, so the
+    candidate rows grew with n² (16k vertices 1.6 s, 32k 36 s in a fuzzer). Now ten times the
+    vertices gather at most about ten times the candidate rows, and the values stay within
+    2ε (ε = perimeter / 32,000 ≈ 3e-7) of ``circle_square_values``: tighter than the Δ/2
+    bound, since the pieces here have few candidates and are done exactly."""
+    from iou_evaluation.core.segments import SegmentGrid
+
+    gathered = [0]
+    query = SegmentGrid.query
+
+    def counting(self, *args, **kwargs):
+        found = query(self, *args, **kwargs)
+        gathered[0] += len(found[0])
+        return found
+
+    monkeypatch.setattr(SegmentGrid, "query", counting)
+    square = shapely.box(-0.0013, -0.0013, 0.0013, 0.0013)
+    hausdorff, mean = circle_square_values(0.0016, 0.0013)
+    rows = {}
+    for n in (5_000, 50_000):
+        gathered[0] = 0
+        h, m, spacing = pair_boundary_distances(np.array([regular_polygon(n, 0.0016)]),
+                                                np.array([square]), None)
+        rows[n] = gathered[0]
+        assert spacing[0] == 1.0
+        assert hausdorff - 1e-6 <= h[0] <= hausdorff + 1e-12
+        assert m[0] == pytest.approx(mean, abs=1e-6)
+    assert rows[50_000] <= 16 * rows[5_000]
+
+
 def test_simplified_boundaries_stay_within_the_tolerance_both_ways():
     """Douglas-Peucker within ε: each curve within ε of the other (Hausdorff distance of the
     boundaries, measured by shapely on densified copies), holes kept."""
