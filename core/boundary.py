@@ -116,11 +116,18 @@ _COARSE_GAIN = 0.5
 _COARSE_FRACTION = 1.0 / 32.0
 _COARSE_DELTA = 0.75
 
-#: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most this long in
-#: CRS units: the scale factor, taken at a piece's middle, changes along it by at most
-#: g × 500 m / R (g = R |∇ln k| <= 3 for the pairs measured there: 2.4e-4), and a length
-#: measured with it at the middle is off by the square of that.
+#: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most
+#: ``_SCALE_DRIFT`` R / g long in CRS units (g = R |∇ln k|, the pair's largest relative
+#: gradient of k; R the Earth's radius): ln k, taken at a piece's middle, changes along it by
+#: at most that drift (first order: a distance off by half of it), and a length measured with
+#: k at the middle is off by its square. The drift is what 500 m gave at g = 3 (a pair across
+#: the equator up to ±71°); pieces are never shorter than 500 m (above g = 3 the drift grows
+#: with g, as before), and without a gradient they are 500 m, and never longer than
+#: ``_SCALED_PIECE_MAX`` (g near 0: the equator in Mercator).
+_EARTH_RADIUS_M = 6_371_000.0
 _SCALED_PIECE = 500.0
+_SCALE_DRIFT = 3.0 * _SCALED_PIECE / _EARTH_RADIUS_M
+_SCALED_PIECE_MAX = 20_000.0
 
 #: Absolute slack, relative to a pair's extent, under which two distances count as equal when
 #: candidates are discarded (discarding fewer candidates is always safe).
@@ -358,9 +365,10 @@ def matched_distances_in_utm(
     labels = np.full(len(ri), "", dtype=object)
     wide = np.zeros(len(ri), dtype=bool)
     proj4 = np.full(len(ri), "", dtype=object)
+    gradient = np.full(len(ri), np.nan)
     if reference.crs is not None:
-        wide, proj4 = wide_pairs(reference.source[ri], reference.crs, predicted.source[pi],
-                                 predicted.crs)
+        wide, proj4, gradient = wide_pairs(reference.source[ri], reference.crs,
+                                           predicted.source[pi], predicted.crs)
         ref_geoms[wide] = None
         pred_geoms[wide] = None
         for code in np.unique(zones):
@@ -380,7 +388,7 @@ def matched_distances_in_utm(
         haus[sel], mean[sel], spacing[sel] = pair_boundary_distances(
             conformal_r, conformal_p, spacing_m,
             describe_pairs=None if describe_pairs is None else lambda k: describe_pairs(sel[k]),
-            scale=scale_factor(proj4[sel[0]]),
+            scale=scale_factor(proj4[sel[0]]), scale_gradient=gradient[sel],
         )
         del conformal_r, conformal_p
         for crs in np.unique(proj4[sel]):
@@ -415,6 +423,7 @@ def pair_boundary_distances(
     progress: ProgressCallback | None = None,
     describe_pairs=None,
     scale=None,
+    scale_gradient=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hausdorff distance and symmetric mean distance between the boundaries of each pair.
 
@@ -473,8 +482,13 @@ def pair_boundary_distances(
             pairs' features, for the message of the memory check.
         scale: optional callable(x, y) -> float array: the local scale factor k (>= 1) of a
             conformal CRS the pairs are in. Each piece's distances are then divided by k at its
-            middle, and its length too (pieces at most ``_SCALED_PIECE`` long): metres on the
-            ellipsoid to first order (see ``wide.py`` for the bound).
+            middle, and its length too (pieces at most ``_SCALE_DRIFT`` R / g long, see
+            ``scale_gradient``): metres on the ellipsoid to first order (see ``wide.py`` for
+            the bound).
+        scale_gradient: optional float array, shape (n_pairs,), with ``scale``: g = R |∇ln k|,
+            the largest relative gradient of k over each pair (``wide.scale_gradients``); None:
+            g = 3 for every pair (pieces of 500 m). Pieces along which k hardly changes are
+            longer, so the work follows the vertices, not the metres of boundary.
 
     Returns:
         ``(hausdorff_m, mean_distance_m, spacing_m)``: float arrays, shape (n_pairs,). NaN for
@@ -498,6 +512,7 @@ def pair_boundary_distances(
         )
     fixed = None if spacing_m is None else check_positive(spacing_m, "spacing_m")
     n = len(ref)
+    scaled_piece = _scaled_piece(scale_gradient, n)
     hausdorff = np.full(n, np.nan)
     mean = np.full(n, np.nan)
     spacing = np.full(n, np.nan)
@@ -517,7 +532,8 @@ def pair_boundary_distances(
         if not ok.all():
             seg_r, seg_p = seg_r.select(ok), seg_p.select(ok)
         m = hi - lo
-        len_r, len_p = _lengths(seg_r, m, scale), _lengths(seg_p, m, scale)
+        piece = scaled_piece[lo:hi]
+        len_r, len_p = _lengths(seg_r, m, scale, piece), _lengths(seg_p, m, scale, piece)
         delta = np.maximum(sample_spacing(len_r, fixed), sample_spacing(len_p, fixed))
         epsilon = _coarse_tolerance(delta, len_r, len_p)
         target_r, target_p, coarse = _coarse_targets(ref[lo:hi], pred[lo:hi], seg_r, seg_p,
@@ -527,7 +543,7 @@ def pair_boundary_distances(
         segments = [seg_r, seg_p, target_r, target_p]
         del seg_r, seg_p, target_r, target_p
         integral, hmax = _pair_distances(segments, np.where(coarse, _COARSE_DELTA, 1.0)
-                                         * delta, scale)
+                                         * delta, scale, piece)
         # Distances to a target simplified within ε are within ε of the exact ones: lowered
         # by ε, the Hausdorff distance is never above the exact one.
         hmax = np.where(coarse, np.maximum(hmax - epsilon, 0.0), hmax)
@@ -540,13 +556,29 @@ def pair_boundary_distances(
     return hausdorff, mean, spacing
 
 
-def _lengths(seg: Segments, m: int, scale=None) -> np.ndarray:
+def _scaled_piece(scale_gradient, n: int) -> np.ndarray:
+    """The longest piece (CRS units) of each of n pairs measured with a scale factor:
+    ``_SCALE_DRIFT`` R / g, within [``_SCALED_PIECE`` (g unknown, or above 3),
+    ``_SCALED_PIECE_MAX``]; float array, shape (n,)."""
+    if scale_gradient is None:
+        return np.full(n, _SCALED_PIECE)
+    g = np.asarray(scale_gradient, dtype=float).reshape(-1)
+    if g.shape != (n,):
+        raise ValueError(f"scale_gradient must have shape ({n},), got {g.shape}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        piece = _SCALE_DRIFT * _EARTH_RADIUS_M / g
+    # NaN (an unknown gradient) gives the shortest piece.
+    return np.where(piece >= _SCALED_PIECE, np.minimum(piece, _SCALED_PIECE_MAX), _SCALED_PIECE)
+
+
+def _lengths(seg: Segments, m: int, scale=None, scaled_piece=None) -> np.ndarray:
     """Boundary length of each of m owners; with ``scale``, in metres: each piece of at most
-    ``_SCALED_PIECE`` divided by the scale factor at its middle."""
+    ``scaled_piece`` of its owner (float array, shape (m,)) divided by the scale factor at its
+    middle."""
     if scale is None:
         return np.bincount(seg.owner, weights=seg.length, minlength=m)
     x0, y0, x1, y1, parent, _ = split_segments(seg.x0, seg.y0, seg.x1, seg.y1,
-                                               np.full(seg.n, _SCALED_PIECE))
+                                               scaled_piece[seg.owner])
     k = scale(0.5 * (x0 + x1), 0.5 * (y0 + y1))
     return np.bincount(seg.owner[parent], weights=hypot(x1 - x0, y1 - y0) / k, minlength=m)
 
@@ -807,7 +839,7 @@ def _framed_segments(seg_r: Segments, seg_p: Segments, frames: _PairFrames):
 
 
 def _pair_distances(
-    segments: list, delta: np.ndarray, scale=None,
+    segments: list, delta: np.ndarray, scale=None, scaled_piece=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integral of the distance over both boundaries, and Hausdorff distance, of each pair.
 
@@ -816,12 +848,13 @@ def _pair_distances(
     (owner = pair, 0..n-1; a pair present in one is present in both), integrated;
     ``target_r``, ``target_p`` the segments the distances are measured to (the same objects
     when not simplified). ``delta``: float array, shape (n,); ``scale``: see
-    ``pair_boundary_distances``. Pairs without segments get 0.
+    ``pair_boundary_distances``, with ``scaled_piece`` (float array, shape (n,):
+    ``_scaled_piece``). Pairs without segments get 0.
 
     Stages: the pairs' frames; the targets in them, filed in a grid per pair and side whose
     cells follow the segments' mean length; the integrated boundaries cut into pieces sorted
     by pair; then, block by block of pieces, the candidate search and the integration. With
-    ``scale`` the pieces are short (``_SCALED_PIECE``): they are searched by spans as long as
+    ``scale`` the pieces are short (``scaled_piece``): they are searched by spans as long as
     the pieces without it (``_span_candidates``).
     """
     n = len(delta)
@@ -847,7 +880,7 @@ def _pair_distances(
     # Pieces: the integrated boundaries cut into pieces of bounded length, sorted by pair.
     piece_len = np.maximum(_PIECE_FACTOR * mean_len, cell)
     if scale is not None:
-        piece_len = np.minimum(piece_len, _SCALED_PIECE)
+        piece_len = np.minimum(piece_len, scaled_piece)
     if same:
         fx0, fy0, fx1, fy1, f_owner, f_side = x0, y0, x1, y1, owner, side
     else:
@@ -876,7 +909,7 @@ def _pair_distances(
         pieces.weight = 1.0 / scale(0.5 * (pieces.x0 + pieces.x1) + frames.lo_x[pieces.pair],
                                     0.5 * (pieces.y0 + pieces.y1) + frames.lo_y[pieces.pair])
         spans = _spans(pieces, parent, sub,
-                       np.maximum(_PIECE_FACTOR * mean_len, cell) // _SCALED_PIECE)
+                       np.maximum(_PIECE_FACTOR * mean_len, cell) // scaled_piece)
     del px0, py0, px1, py1, parent, sub, f_owner, f_side, fx0, fy0, fx1, fy1
 
     integral, h_low = np.zeros(n), np.zeros(n)
@@ -936,7 +969,7 @@ def _spans(pieces: _Pieces, segment, rank, per_span) -> np.ndarray:
 
 
 def _span_candidates(search, pieces: _Pieces, length, query_group, spans):
-    """``_piece_candidates`` of short pieces (those of a scale factor, ``_SCALED_PIECE``),
+    """``_piece_candidates`` of short pieces (those of a scale factor, ``_scaled_piece``),
     the same rows in a fraction of the time: each span of pieces (``spans``: first piece of
     each, a run along one segment, ``_spans``) is searched as one piece, and each of its
     pieces takes the span's rows that a search of the piece itself would keep.

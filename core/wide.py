@@ -11,9 +11,10 @@ that reaches beyond ±``POLAR_LATITUDE_DEG`` the distances are instead measured 
 
 whichever's scale factor k changes least over the pair's latitudes (``conformal_proj4``).
 Both are conformal: a short distance or length at a point is the projected one divided by k
-there (the same in every direction). Each piece of boundary (at most 1 km in the CRS, along
-which k changes by less than 2e-4) has its distances and length divided by k at its middle
-(``boundary.pair_boundary_distances(..., scale=)``). k is computed in closed form from the
+there (the same in every direction). Each piece of boundary has its distances and length
+divided by k at its middle (``boundary.pair_boundary_distances(..., scale=,
+scale_gradient=)``); pieces are at most 1.5 km / g long in the CRS (500 m to 20 km), so ln k
+changes along one by at most 2.4e-4 (for g <= 3). k is computed in closed form from the
 projected coordinates (``mercator_scale``, ``polar_stereographic_scale``; no PROJ call per
 piece), and every Mercator (whatever its central meridian) shares one k(y), both polar
 stereographic CRSs one k(ρ): the pairs of each kind are measured together (``scale_group``).
@@ -136,16 +137,17 @@ def _lonlat_extent_of_large(geometries, crs: pyproj.CRS) -> np.ndarray:
 
 
 def wide_pairs(reference, reference_crs: pyproj.CRS, predicted,
-               predicted_crs: pyproj.CRS) -> tuple[np.ndarray, np.ndarray]:
-    """Which pairs are wider than a UTM zone or reach beyond ±80°, and the CRS to measure each
-    such pair in.
+               predicted_crs: pyproj.CRS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which pairs are wider than a UTM zone or reach beyond ±80°, the CRS to measure each
+    such pair in, and the largest relative gradient of its scale factor over the pair.
 
     Args:
         reference, predicted: object arrays, shape (n,), of each pair's polygons in
             ``reference_crs`` and ``predicted_crs`` (as ``boundary.ZonedLayer.source``).
     Returns:
-        ``(wide, proj4)``: bool array, shape (n,); object array of PROJ strings ("" for the
-        pairs that keep their UTM zone).
+        ``(wide, proj4, gradient)``: bool array, shape (n,); object array of PROJ strings (""
+        for the pairs that keep their UTM zone); float array, shape (n,): g = R |∇ln k| over
+        the pair's latitudes in its CRS (``scale_gradients``), NaN for the other pairs.
     """
     r = _lonlat_extent_of_large(reference, reference_crs)
     p = _lonlat_extent_of_large(predicted, predicted_crs)
@@ -163,9 +165,11 @@ def wide_pairs(reference, reference_crs: pyproj.CRS, predicted,
             lat_min < -POLAR_LATITUDE_DEG)
     wide &= np.isfinite(r).all(axis=1) & np.isfinite(p).all(axis=1)
     proj4 = np.full(len(wide), "", dtype=object)
+    gradient = np.full(len(wide), np.nan)
     for k in np.flatnonzero(wide):
-        proj4[k] = conformal_proj4(float(middle[k]), float(lat_min[k]), float(lat_max[k]))
-    return wide, proj4
+        proj4[k], gradient[k] = _conformal_choice(float(middle[k]), float(lat_min[k]),
+                                                  float(lat_max[k]))
+    return wide, proj4, gradient
 
 
 def scale_gradients(lat_min: float, lat_max: float) -> dict[str, float]:
@@ -188,15 +192,22 @@ def conformal_proj4(middle_lon: float, lat_min: float, lat_max: float) -> str:
     CRSs (true scale at the pole), the one whose scale factor changes least over the pair's
     latitudes (``scale_gradients``): Mercator near the equator, polar stereographic from
     about 25° to 35° of latitude on (and always beyond ±80°)."""
+    return _conformal_choice(middle_lon, lat_min, lat_max)[0]
+
+
+def _conformal_choice(middle_lon: float, lat_min: float, lat_max: float) -> tuple[str, float]:
+    """``conformal_proj4`` and the gradient g of its scale factor over the latitudes."""
     gradients = scale_gradients(lat_min, lat_max)
     best = min(gradients, key=gradients.get)
     if best == "north":
-        return "+proj=stere +lat_0=90 +lat_ts=90 +lon_0=0 +datum=WGS84 +units=m +no_defs"
+        return ("+proj=stere +lat_0=90 +lat_ts=90 +lon_0=0 +datum=WGS84 +units=m +no_defs",
+                gradients[best])
     if best == "south":
-        return "+proj=stere +lat_0=-90 +lat_ts=-90 +lon_0=0 +datum=WGS84 +units=m +no_defs"
+        return ("+proj=stere +lat_0=-90 +lat_ts=-90 +lon_0=0 +datum=WGS84 +units=m +no_defs",
+                gradients[best])
     lon0 = int(np.round(middle_lon))
     lon0 = ((lon0 + 180) % 360) - 180
-    return f"+proj=merc +lon_0={lon0} +datum=WGS84 +units=m +no_defs"
+    return f"+proj=merc +lon_0={lon0} +datum=WGS84 +units=m +no_defs", gradients[best]
 
 
 def scale_group(proj4: str) -> str:
