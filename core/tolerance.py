@@ -19,12 +19,15 @@ import math
 import numpy as np
 import shapely
 
-from .boundary import ZonedLayer, check_same_space, utm_crs
+import pyproj
+
+from .boundary import ZonedLayer, check_same_space, utm_crs, utm_epsg
 from .checks import check_positive
-from .crs import transformer
+from .crs import to_crs, transformer
 from .memory import check_memory
 from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import boundary_curves, budget_splits, hypot, ranges, run_starts
+from .wide import WIDE_LONGITUDE_DEG, _lonlat_extent_of_large, to_crs_in_parts
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
 #: 50 MB of memory.
@@ -135,6 +138,19 @@ def tolerance_lengths_in_utm_at(
     check_same_space(reference, predicted)
     if reference.crs is None:
         return _lengths_within(reference.local, predicted.local, tols, True, progress)
+    (reference, ref_owner), (predicted, pred_owner) = _split_wide(reference), _split_wide(
+        predicted)
+    if ref_owner is not None or pred_owner is not None:
+        within_ref, perimeter_ref, within_pred, perimeter_pred = _lengths_by_zone(
+            reference, predicted, tols, progress)
+        return (_by_owner(within_ref, ref_owner), _by_owner(perimeter_ref, ref_owner),
+                _by_owner(within_pred, pred_owner), _by_owner(perimeter_pred, pred_owner))
+    return _lengths_by_zone(reference, predicted, tols, progress)
+
+
+def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progress):
+    """``tolerance_lengths_in_utm_at`` of two layers with CRSs, zone by zone."""
+    tol = float(tols.max())
     k_tols = len(tols)
     within_ref, perimeter_ref = np.zeros((k_tols, reference.n)), np.zeros(reference.n)
     within_pred, perimeter_pred = np.zeros((k_tols, predicted.n)), np.zeros(predicted.n)
@@ -198,6 +214,91 @@ def boundary_within_tolerance(
         np.asarray(others, dtype=object).reshape(-1), np.array([tol]), False,
     )
     return within[0], perimeter
+
+
+#: Meridians where wide boundaries are cut: the UTM zones' edges, moved east by this many
+#: degrees so that an edge running along a zone's edge (a band's side on whole degrees) lies
+#: in one zone, not in both.
+_ZONE_EDGE_SHIFT_DEG = math.pi * 1e-7
+
+
+def _split_wide(layer: ZonedLayer) -> tuple[ZonedLayer, np.ndarray | None]:
+    """``layer`` with each geometry wider than a UTM zone (``wide.WIDE_LONGITUDE_DEG``) in
+    parts: its boundary cut along the UTM zones' meridians, one MultiLineString per zone it
+    crosses, in that zone. In the zone of its centroid a polygon 100° wide is measured with
+    a scale error of tens of percent (a band 120° wide: its perimeter 28 % long); in the
+    zone it lies in, each part within UTM's own 0.1 %. Lengths add up over the parts, and the
+    other layer's boundaries near each part are found as for any polygon near a zone's edge.
+
+    The cut is made in longitude and latitude (the layer's own if it is geographic, else
+    WGS 84's, each vertex transformed, longitudes kept continuous along each ring); each part
+    is then transformed to its zone vertex by vertex, as every geometry is.
+
+    Returns:
+        ``(layer, owner)``: the narrow geometries (in their order) then the parts, and for
+        each of its rows the row of ``layer`` it belongs to; ``(layer, None)`` when no
+        geometry is wide.
+    """
+    extent = _lonlat_extent_of_large(layer.source, layer.crs)
+    with np.errstate(invalid="ignore"):
+        wide = np.flatnonzero(extent[:, 0] > WIDE_LONGITUDE_DEG)
+    if len(wide) == 0:
+        return layer, None
+    lonlat = layer.crs if layer.crs.is_geographic else pyproj.CRS("EPSG:4326")
+    curves, curve_owner = boundary_curves(layer.source[wide])
+    coords, curve = shapely.get_coordinates(curves, return_index=True)
+    x, y = coords[:, 0], coords[:, 1]
+    if not layer.crs.is_geographic:
+        x, y = (np.asarray(v, dtype=float) for v in transformer(layer.crs, lonlat).transform(
+            x, y, errcheck=False))
+        # Continuous along each ring: a jump of more than 180° is the antimeridian.
+        step = np.diff(x, prepend=x[:1])
+        step[np.r_[True, curve[1:] != curve[:-1]]] = 0.0
+        x = x - 360.0 * np.cumsum(np.round(step / 360.0))
+    finite = np.isfinite(x) & np.isfinite(y)
+    bad = np.zeros(len(curves), dtype=bool)
+    bad[curve[~finite]] = True
+    keep = ~bad[curve]
+    lines = shapely.linestrings(np.column_stack([x[keep], y[keep]]), indices=curve[keep])
+    owners = curve_owner[np.unique(curve[keep])]
+    parts, part_owner, part_zone = [], [], []
+    for row in np.unique(owners):
+        boundary = shapely.multilinestrings(lines[owners == row])
+        lon0, _, lon1, _ = shapely.bounds(boundary)
+        first = math.floor((lon0 + 180.0 - _ZONE_EDGE_SHIFT_DEG) / 6.0)
+        last = math.floor((lon1 + 180.0 - _ZONE_EDGE_SHIFT_DEG) / 6.0)
+        west = -180.0 + _ZONE_EDGE_SHIFT_DEG + 6.0 * np.arange(first, last + 1)
+        cut = shapely.intersection(boundary, shapely.box(west, -90.0, west + 6.0, 90.0))
+        cut = cut[~shapely.is_empty(cut) & (shapely.length(cut) > 0)]
+        if len(cut) == 0:
+            continue
+        middle = shapely.bounds(cut)
+        parts.append(cut)
+        part_owner.append(np.full(len(cut), wide[row]))
+        part_zone.append(utm_epsg(0.5 * (middle[:, 0] + middle[:, 2]),
+                                  0.5 * (middle[:, 1] + middle[:, 3])))
+    narrow = np.setdiff1d(np.arange(layer.n), wide)
+    owner = np.concatenate([narrow] + part_owner).astype(np.int64)
+    if not parts:
+        return ZonedLayer(layer.source[narrow], layer.crs, layer.epsg[narrow],
+                          layer.local[narrow]), owner
+    parts, zones = np.concatenate(parts), np.concatenate(part_zone)
+    source = to_crs(parts, lonlat, layer.crs)
+    local = to_crs_in_parts(parts, lonlat, zones, utm_crs)
+    return ZonedLayer(np.concatenate([layer.source[narrow], source]), layer.crs,
+                      np.concatenate([layer.epsg[narrow], zones]),
+                      np.concatenate([layer.local[narrow], local])), owner
+
+
+def _by_owner(values: np.ndarray, owner: np.ndarray | None) -> np.ndarray:
+    """Sums of ``values`` (shape (..., rows)) over the rows of each owner (``_split_wide``);
+    the owners are 0..max, every one present."""
+    if owner is None:
+        return values
+    n = int(owner.max()) + 1 if len(owner) else 0
+    out = np.zeros(values.shape[:-1] + (n,))
+    np.add.at(out, (..., owner), values)
+    return out
 
 
 def _part(progress, lo: float, hi: float):

@@ -223,3 +223,62 @@ def test_a_wide_pair_of_few_vertices_costs_its_vertices_not_its_metres(monkeypat
     assert result.hausdorff_m[0] == pytest.approx(hausdorff, rel=1e-3)
     assert result.mean_distance_m[0] == pytest.approx(mean, rel=1e-3)
     assert pieces[0] < 10_000
+
+
+def band_perimeter(lon0, lon1, lat0, lat1):
+    return (parallel_length(lon0, lon1, lat0) + parallel_length(lon0, lon1, lat1)
+            + 2 * meridian_arc(lat0, lat1))
+
+
+@pytest.mark.parametrize("lon0, lon1, lat0, lat1, crs", [
+    (-60.0, 60.0, 10.0, 20.0, WGS84),
+    (170.0, 250.0, -30.0, -20.0, WGS84),  # across the antimeridian
+    (-170.0, 10.0, 60.0, 75.0, WGS84),
+    (-60.0, 60.0, 10.0, 20.0, pyproj.CRS("EPSG:3857")),
+])
+def test_lengths_within_the_tolerance_of_wide_polygons_are_metres_on_the_ellipsoid(
+        lon0, lon1, lat0, lat1, crs):
+    """A band moved north by 0.01° (1.1 km), tolerance 2 km: every point of its boundary is
+    within 1.1 km of the moved band's (``expected_band_distances``), so the length within is
+    the geodesic perimeter. At 500 m, only the sides are: where they run on the other band's
+    sides, the 500 m of their 1.1 km bit nearest the other band's edge, and 500 m of the edge
+    at each corner the other band's sides cross: 2 arc(lat0 + 0.01°, lat1) + 2 km. Both
+    within 0.1 % (UTM's own scale error at a zone's edge). Measured in the zone of the
+    band's centroid, its perimeter came out 28 % long (the first band)."""
+    from iou_evaluation.core.tolerance import tolerance_lengths_in_utm_at
+
+    reference, predicted = band(lon0, lon1, lat0, lat1), band(lon0, lon1, lat0 + 0.01,
+                                                              lat1 + 0.01)
+    if crs != WGS84:
+        reference, predicted = shapely.transform(
+            np.array([reference, predicted]),
+            lambda xy: np.column_stack(pyproj.Transformer.from_crs(
+                WGS84, crs, always_xy=True).transform(xy[:, 0], xy[:, 1])))
+    within_r, perimeter_r, within_p, perimeter_p = tolerance_lengths_in_utm_at(
+        zoned_layer(np.array([reference]), crs), zoned_layer(np.array([predicted]), crs),
+        (2000.0, 500.0))
+    assert perimeter_r[0] == pytest.approx(band_perimeter(lon0, lon1, lat0, lat1), rel=1e-3)
+    assert perimeter_p[0] == pytest.approx(
+        band_perimeter(lon0, lon1, lat0 + 0.01, lat1 + 0.01), rel=1e-3)
+    assert within_r[0, 0] == pytest.approx(perimeter_r[0], rel=1e-12)
+    assert within_p[0, 0] == pytest.approx(perimeter_p[0], rel=1e-12)
+    expected = 2 * meridian_arc(lat0 + 0.01, lat1) + 2000.0
+    assert within_r[1, 0] == pytest.approx(expected, rel=1e-3)
+    assert within_p[1, 0] == pytest.approx(expected, rel=1e-3)
+
+
+def test_narrow_polygons_keep_their_zone_beside_a_wide_one():
+    """A layer with a wide band and a field: the field's lengths are those it has alone (its
+    boundary is not cut), the band's perimeter its parts' sum."""
+    from iou_evaluation.core.tolerance import tolerance_lengths_in_utm
+
+    field = shapely.box(15.0, 50.0, 15.01, 50.01)
+    moved = shapely.affinity.translate(field, 0.0001, 0.0)
+    wide_r, wide_p = band(-60.0, 60.0, 10.0, 20.0), band(-60.0, 60.0, 10.01, 20.01)
+    alone = tolerance_lengths_in_utm(zoned_layer(np.array([field]), WGS84),
+                                     zoned_layer(np.array([moved]), WGS84), 5.0)
+    both = tolerance_lengths_in_utm(zoned_layer(np.array([wide_r, field]), WGS84),
+                                    zoned_layer(np.array([moved, wide_p]), WGS84), 5.0)
+    for side, row in ((0, 1), (1, 1), (2, 0), (3, 0)):  # the field's (sums: to rounding)
+        assert both[side][row] == pytest.approx(alone[side][0], rel=1e-12)
+    assert both[1][0] == pytest.approx(band_perimeter(-60.0, 60.0, 10.0, 20.0), rel=1e-3)
