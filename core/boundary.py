@@ -12,6 +12,7 @@ vertices of a pair. See ``pair_boundary_distances``. Pairs wider than a UTM zone
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -290,8 +291,15 @@ def utm_epsg_codes(*layers: ZonedLayer) -> list[int]:
 
 
 def utm_crs(epsg: int) -> pyproj.CRS:
-    """The pyproj CRS of an EPSG code (a WGS 84 / UTM zone, 326xx or 327xx, here)."""
-    return pyproj.CRS.from_epsg(int(epsg))
+    """The pyproj CRS of an EPSG code (a WGS 84 / UTM zone, 326xx or 327xx, here), made once
+    per code: making one reads PROJ's database (~2 ms), and a world layer asks for each of
+    its ~100 zones many times. (pyproj's CRS objects are thread-safe since 3.1.)"""
+    return _utm_crs(int(epsg))
+
+
+@functools.lru_cache(maxsize=None)
+def _utm_crs(epsg: int) -> pyproj.CRS:
+    return pyproj.CRS.from_epsg(epsg)
 
 
 # ---------------------------------------------------------------------------

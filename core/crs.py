@@ -105,8 +105,9 @@ def densify_step(crs: pyproj.CRS) -> float | None:
 
 _per_thread = threading.local()
 
-#: Transformers kept per thread (a new pair of CRSs beyond this many starts afresh).
-_MAX_TRANSFORMERS = 64
+#: Transformers kept per thread (a new pair of CRSs beyond this many starts afresh): a world
+#: layer's boundaries go to and from ~120 UTM zones.
+_MAX_TRANSFORMERS = 512
 
 
 def transformer(source: pyproj.CRS, target: pyproj.CRS) -> pyproj.Transformer:

@@ -160,6 +160,7 @@ def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progres
     codes = [int(c) for c in np.unique(np.r_[reference.epsg, predicted.epsg]) if c != 0]
     weights = [np.sum(reference.epsg == c) + np.sum(predicted.epsg == c) for c in codes]
     done = np.cumsum([0] + weights) / max(sum(weights), 1)
+    reach = {id(reference): _lon_reach(reference, tol), id(predicted): _lon_reach(predicted, tol)}
     for k, code in enumerate(codes):
         ri = np.flatnonzero(reference.epsg == code)
         pi = np.flatnonzero(predicted.epsg == code)
@@ -173,7 +174,7 @@ def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progres
         ):
             if np.all(other.epsg == code):
                 continue
-            boxes = _zone_boxes(other, code)
+            boxes = _zone_boxes(other, code, _near_zone(reach[id(other)], code))
             foreign = boxes.copy()
             foreign[other.epsg == code] = np.nan
             mixed = rows[_near_boxes(layer.local[rows], foreign, tol)[0]]
@@ -316,9 +317,35 @@ def _part(progress, lo: float, hi: float):
 # ---------------------------------------------------------------------------
 
 
-def _zone_boxes(layer: ZonedLayer, epsg: int) -> np.ndarray:
+def _lon_reach(layer: ZonedLayer, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The middle longitude of each geometry (``wide.lonlat_extent``, its source box's outline)
+    and how far from it in longitude (degrees) it reaches, ``tol`` metres included: half its
+    span, plus ``tol`` as degrees of longitude at its latitude farthest from the equator,
+    plus 0.5° for the outline's sampling. inf near a pole and for geometries without an
+    extent (they are always looked at)."""
+    extent = _lonlat_extent_of_large(layer.source, layer.crs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos_lat = np.cos(np.radians(np.fmax(np.abs(extent[:, 2]), np.abs(extent[:, 3]))))
+        tol_deg = np.degrees(tol / (6_371_000.0 * cos_lat))
+        reach = 0.5 * extent[:, 0] + tol_deg + 0.5
+    reach = np.where(np.isfinite(reach) & (cos_lat > 1e-3), reach, np.inf)
+    return np.nan_to_num(extent[:, 1]), reach
+
+
+def _near_zone(lon_reach, epsg: int) -> np.ndarray:
+    """Which geometries (``_lon_reach``) may come near the geometries of UTM zone ``epsg``:
+    those lie within 6° of its central meridian (each within 3° of its centroid's zone, and
+    narrower than 6° or cut into zones, ``_split_wide``)."""
+    middle, reach = lon_reach
+    central = -183.0 + 6.0 * (int(epsg) % 100)
+    apart = np.abs(np.mod(middle - central + 180.0, 360.0) - 180.0)
+    return apart <= reach + 6.0
+
+
+def _zone_boxes(layer: ZonedLayer, epsg: int, candidates=None) -> np.ndarray:
     """Bounding box of each geometry of ``layer`` in UTM zone ``epsg``, shape (n, 4); NaN for
-    missing geometries.
+    missing geometries, and for those outside ``candidates`` (bool array, shape (n,), or None
+    for all) that are not in the zone.
 
     Geometries of the zone give their own box; the others the box of their source box's
     outline (16 points a side) transformed to the zone, grown by 1 % and 1 m for the curvature
@@ -327,7 +354,7 @@ def _zone_boxes(layer: ZonedLayer, epsg: int) -> np.ndarray:
     box = np.full((layer.n, 4), np.nan)
     same = layer.epsg == epsg
     box[same] = shapely.bounds(layer.local[same])
-    rest = np.flatnonzero(~same)
+    rest = np.flatnonzero(~same if candidates is None else ~same & candidates)
     bounds = shapely.bounds(layer.source[rest])
     finite = np.isfinite(bounds).all(axis=1)
     rest, bounds = rest[finite], bounds[finite]

@@ -282,3 +282,23 @@ def test_narrow_polygons_keep_their_zone_beside_a_wide_one():
     for side, row in ((0, 1), (1, 1), (2, 0), (3, 0)):  # the field's (sums: to rounding)
         assert both[side][row] == pytest.approx(alone[side][0], rel=1e-12)
     assert both[1][0] == pytest.approx(band_perimeter(-60.0, 60.0, 10.0, 20.0), rel=1e-3)
+
+
+def test_only_geometries_within_reach_of_a_zone_are_transformed_into_it():
+    """A zone's geometries lie within 6° of its central meridian; another geometry can come
+    within the tolerance of them only if it reaches within 6° too. Transformed into a zone on
+    the other side of the world, a coastline lands anywhere: on the world layer, Indonesia's
+    image in zone 19 N (central meridian 69° W) crossed Puerto Rico and added 41 m to its
+    length within 10 m (4,031 m against 3,990 m measured in its zone alone)."""
+    from iou_evaluation.core.tolerance import _lon_reach, _near_zone
+
+    geoms = np.array([
+        shapely.box(110.0, -5.0, 120.0, 5.0),  # Indonesia-like: 10° wide, far from 69° W
+        shapely.box(-63.5, 10.0, -62.5, 11.0),  # zone 20's middle: 6.0° from 69° W
+        shapely.box(-55.0, 10.0, -54.0, 11.0),  # 14.5° from it, 0.5° wide
+        band(-180.0, 180.0, 89.5, 89.9),  # round the pole: near every zone
+        None,
+    ], dtype=object)
+    reach = _lon_reach(zoned_layer(geoms, WGS84), 10.0)
+    assert _near_zone(reach, 32619).tolist() == [False, True, False, True, True]
+    assert _near_zone(reach, 32750).tolist() == [True, False, False, True, True]
