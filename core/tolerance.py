@@ -18,9 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import shapely
-
 import pyproj
+import shapely
 
 from .boundary import ZonedLayer, check_same_space, utm_crs, utm_epsg
 from .checks import check_positive
@@ -28,7 +27,7 @@ from .crs import to_crs, transformer
 from .memory import check_memory
 from .parallel import WORKERS, ProgressCallback, run_chunks
 from .segments import boundary_curves, budget_splits, hypot, ranges, run_starts
-from .wide import WIDE_LONGITUDE_DEG, _lonlat_extent_of_large, to_crs_in_parts
+from .wide import WIDE_LONGITUDE_DEG, lonlat_extent_of_large, to_crs_in_parts
 
 #: A tile holds about this many boundary vertices of both layers: about 0.06 s of work and
 #: 50 MB of memory.
@@ -141,14 +140,14 @@ def tolerance_lengths_in_utm_at(
     check_same_space(reference, predicted)
     if reference.crs is None:
         return _lengths_within(reference.local, predicted.local, tols, True, progress)
+    n_ref, n_pred = reference.n, predicted.n
     (reference, ref_owner), (predicted, pred_owner) = _split_wide(reference), _split_wide(
         predicted)
-    if ref_owner is not None or pred_owner is not None:
-        within_ref, perimeter_ref, within_pred, perimeter_pred = _lengths_by_zone(
-            reference, predicted, tols, progress)
-        return (_by_owner(within_ref, ref_owner), _by_owner(perimeter_ref, ref_owner),
-                _by_owner(within_pred, pred_owner), _by_owner(perimeter_pred, pred_owner))
-    return _lengths_by_zone(reference, predicted, tols, progress)
+    within_ref, perimeter_ref, within_pred, perimeter_pred = _lengths_by_zone(
+        reference, predicted, tols, progress)
+    return (_by_owner(within_ref, ref_owner, n_ref), _by_owner(perimeter_ref, ref_owner, n_ref),
+            _by_owner(within_pred, pred_owner, n_pred),
+            _by_owner(perimeter_pred, pred_owner, n_pred))
 
 
 def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progress):
@@ -160,7 +159,7 @@ def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progres
     codes = [int(c) for c in np.unique(np.r_[reference.epsg, predicted.epsg]) if c != 0]
     weights = [np.sum(reference.epsg == c) + np.sum(predicted.epsg == c) for c in codes]
     done = np.cumsum([0] + weights) / max(sum(weights), 1)
-    reach = {id(reference): _lon_reach(reference, tol), id(predicted): _lon_reach(predicted, tol)}
+    reach_ref, reach_pred = _lon_reach(reference, tol), _lon_reach(predicted, tol)
     for k, code in enumerate(codes):
         ri = np.flatnonzero(reference.epsg == code)
         pi = np.flatnonzero(predicted.epsg == code)
@@ -168,13 +167,13 @@ def _lengths_by_zone(reference: ZonedLayer, predicted: ZonedLayer, tols, progres
             _lengths_within(reference.local[ri], predicted.local[pi], tols, True,
                             _part(progress, done[k], done[k + 1]))
         )
-        for layer, other, rows, within in (
-            (reference, predicted, ri, within_ref),
-            (predicted, reference, pi, within_pred),
+        for layer, other, other_reach, rows, within in (
+            (reference, predicted, reach_pred, ri, within_ref),
+            (predicted, reference, reach_ref, pi, within_pred),
         ):
             if np.all(other.epsg == code):
                 continue
-            boxes = _zone_boxes(other, code, _near_zone(reach[id(other)], code))
+            boxes = _zone_boxes(other, code, _near_zone(other_reach, code))
             foreign = boxes.copy()
             foreign[other.epsg == code] = np.nan
             mixed = rows[_near_boxes(layer.local[rows], foreign, tol)[0]]
@@ -243,7 +242,7 @@ def _split_wide(layer: ZonedLayer) -> tuple[ZonedLayer, np.ndarray | None]:
         each of its rows the row of ``layer`` it belongs to; ``(layer, None)`` when no
         geometry is wide.
     """
-    extent = _lonlat_extent_of_large(layer.source, layer.crs)
+    extent = lonlat_extent_of_large(layer.source, layer.crs)
     with np.errstate(invalid="ignore"):
         wide = np.flatnonzero(extent[:, 0] > WIDE_LONGITUDE_DEG)
     if len(wide) == 0:
@@ -294,12 +293,12 @@ def _split_wide(layer: ZonedLayer) -> tuple[ZonedLayer, np.ndarray | None]:
                       np.concatenate([layer.local[narrow], local])), owner
 
 
-def _by_owner(values: np.ndarray, owner: np.ndarray | None) -> np.ndarray:
-    """Sums of ``values`` (shape (..., rows)) over the rows of each owner (``_split_wide``);
-    the owners are 0..max, every one present."""
+def _by_owner(values: np.ndarray, owner: np.ndarray | None, n: int) -> np.ndarray:
+    """Sums of ``values`` (shape (..., rows)) over the rows of each of n owners
+    (``_split_wide``; an owner without rows gets 0); ``values`` itself when ``owner`` is
+    None."""
     if owner is None:
         return values
-    n = int(owner.max()) + 1 if len(owner) else 0
     out = np.zeros(values.shape[:-1] + (n,))
     np.add.at(out, (..., owner), values)
     return out
@@ -323,7 +322,7 @@ def _lon_reach(layer: ZonedLayer, tol: float) -> tuple[np.ndarray, np.ndarray]:
     span, plus ``tol`` as degrees of longitude at its latitude farthest from the equator,
     plus 0.5° for the outline's sampling. inf near a pole and for geometries without an
     extent (they are always looked at)."""
-    extent = _lonlat_extent_of_large(layer.source, layer.crs)
+    extent = lonlat_extent_of_large(layer.source, layer.crs)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos_lat = np.cos(np.radians(np.fmax(np.abs(extent[:, 2]), np.abs(extent[:, 3]))))
         tol_deg = np.degrees(tol / (6_371_000.0 * cos_lat))

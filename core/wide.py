@@ -103,7 +103,7 @@ def lonlat_extent(geometries, crs: pyproj.CRS) -> np.ndarray:
     return out
 
 
-def _lonlat_extent_of_large(geometries, crs: pyproj.CRS) -> np.ndarray:
+def lonlat_extent_of_large(geometries, crs: pyproj.CRS) -> np.ndarray:
     """``lonlat_extent`` for the geometries that may be wide or polar; the others (smaller
     than ``_SMALL_M`` and centred within ±``_LOW_LATITUDE_DEG``: less than 1.4° wide, within
     0.5° of their centre's latitude) get a span of 0 at their centre. Only one point per
@@ -149,8 +149,8 @@ def wide_pairs(reference, reference_crs: pyproj.CRS, predicted,
         for the pairs that keep their UTM zone); float array, shape (n,): g = R |∇ln k| over
         the pair's latitudes in its CRS (``scale_gradients``), NaN for the other pairs.
     """
-    r = _lonlat_extent_of_large(reference, reference_crs)
-    p = _lonlat_extent_of_large(predicted, predicted_crs)
+    r = lonlat_extent_of_large(reference, reference_crs)
+    p = lonlat_extent_of_large(predicted, predicted_crs)
     with np.errstate(invalid="ignore"):
         lat_min = np.fmin(r[:, 2], p[:, 2])
         lat_max = np.fmax(r[:, 3], p[:, 3])
