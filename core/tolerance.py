@@ -282,15 +282,14 @@ def _split_wide(layer: ZonedLayer) -> tuple[ZonedLayer, np.ndarray | None]:
                                   0.5 * (middle[:, 1] + middle[:, 3])))
     narrow = np.setdiff1d(np.arange(layer.n), wide)
     owner = np.concatenate([narrow] + part_owner).astype(np.int64)
-    if not parts:
-        return ZonedLayer(layer.source[narrow], layer.crs, layer.epsg[narrow],
-                          layer.local[narrow]), owner
-    parts, zones = np.concatenate(parts), np.concatenate(part_zone)
-    source = to_crs(parts, lonlat, layer.crs)
-    local = to_crs_in_parts(parts, lonlat, zones, utm_crs)
-    return ZonedLayer(np.concatenate([layer.source[narrow], source]), layer.crs,
-                      np.concatenate([layer.epsg[narrow], zones]),
-                      np.concatenate([layer.local[narrow], local])), owner
+    # The new layer's source CRS is the longitude/latitude of the cut (a part taken back to a
+    # projected CRS could wrap at its antimeridian); the narrow geometries keep their zones.
+    parts = np.concatenate(parts) if parts else np.zeros(0, dtype=object)
+    zones = np.concatenate(part_zone) if part_zone else np.zeros(0, dtype=np.int64)
+    return ZonedLayer(np.concatenate([to_crs(layer.source[narrow], layer.crs, lonlat), parts]),
+                      lonlat, np.concatenate([layer.epsg[narrow], zones]),
+                      np.concatenate([layer.local[narrow],
+                                      to_crs_in_parts(parts, lonlat, zones, utm_crs)])), owner
 
 
 def _by_owner(values: np.ndarray, owner: np.ndarray | None, n: int) -> np.ndarray:

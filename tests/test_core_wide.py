@@ -235,6 +235,7 @@ def band_perimeter(lon0, lon1, lat0, lat1):
     (170.0, 250.0, -30.0, -20.0, WGS84),  # across the antimeridian
     (-170.0, 10.0, 60.0, 75.0, WGS84),
     (-60.0, 60.0, 10.0, 20.0, pyproj.CRS("EPSG:3857")),
+    (170.0, 250.0, -30.0, -20.0, pyproj.CRS("EPSG:3832")),  # Mercator centred on 150° E
 ])
 def test_lengths_within_the_tolerance_of_wide_polygons_are_metres_on_the_ellipsoid(
         lon0, lon1, lat0, lat1, crs):
