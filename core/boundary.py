@@ -116,6 +116,13 @@ _COARSE_GAIN = 0.5
 _COARSE_FRACTION = 1.0 / 32.0
 _COARSE_DELTA = 0.75
 
+#: Douglas-Peucker simplifies a curve in runs of at most this many vertices (consecutive runs
+#: share their end vertex). GEOS recurses once per kept vertex in the worst case and takes
+#: time quadratic in the vertices of the line it is given: a comb-like ring of 16,000
+#: vertices overflowed a 1 MB thread stack (the default for a thread on Windows) and killed
+#: the process; 64,000 took 22 s, 128,000 89 s (8 MB stack: segfault).
+_SIMPLIFY_RUN = 1024
+
 #: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most this long in
 #: CRS units: the scale factor, taken at a piece's middle, changes along it by at most
 #: g × 500 m / R (g = R |∇ln k| <= 3 for the pairs measured there: 2.4e-4), and a length
@@ -729,14 +736,49 @@ def simplified_boundaries(geometries, tolerance) -> np.ndarray:
     curves, owner = curves[order], owner[order]
     coords, index = shapely.get_coordinates(curves, return_index=True)
     lines = shapely.linestrings(coords, indices=index)
+    simple = _simplified_in_runs(coords, index, np.asarray(tolerance, dtype=float)[owner])
     del coords, index
-    simple = shapely.simplify(lines, np.asarray(tolerance, dtype=float)[owner],
-                              preserve_topology=False)
     few = shapely.get_num_coordinates(simple) < 3
     simple[few] = lines[few]
     present, at = np.unique(owner, return_inverse=True)
     out[present] = shapely.multilinestrings(simple, indices=at)
     return out
+
+
+def _simplified_in_runs(coords, curve, tolerance) -> np.ndarray:
+    """Douglas-Peucker (GEOS, ``preserve_topology=False``) of each curve within its
+    ``tolerance``, done on runs of at most ``_SIMPLIFY_RUN`` vertices: the recursion depth
+    and the time of a run stay bounded whatever the curve (see the constant).
+
+    Each run keeps its end vertices, so the simplified runs joined are within the tolerance
+    of the curve both ways, as one Douglas-Peucker of the whole curve would be (a curve of at
+    most ``_SIMPLIFY_RUN`` vertices is one run: the same result).
+
+    Args:
+        coords: float array, shape (k, 2): the curves' vertices, grouped by curve.
+        curve: int array, shape (k,): the curve of each vertex, 0..c-1, sorted, each curve
+            with at least two vertices.
+        tolerance: float array, shape (c,), > 0.
+    Returns:
+        object array, shape (c,), of LineStrings.
+    """
+    count = np.bincount(curve)
+    per_run = _SIMPLIFY_RUN - 1
+    runs = np.maximum(1, -(-(count - 1) // per_run))
+    if (runs == 1).all():
+        return shapely.simplify(shapely.linestrings(coords, indices=curve), tolerance,
+                                preserve_topology=False)
+    run_curve = group_ids(runs)
+    rank = np.arange(len(run_curve)) - (np.cumsum(runs) - runs)[run_curve]
+    first = (np.cumsum(count) - count)[run_curve] + rank * per_run
+    size = np.minimum(_SIMPLIFY_RUN, count[run_curve] - rank * per_run)
+    lines = shapely.linestrings(coords[ranges(first, size)], indices=group_ids(size))
+    simple = shapely.simplify(lines, tolerance[run_curve], preserve_topology=False)
+    xy, run = shapely.get_coordinates(simple, return_index=True)
+    # A run after the first starts at the vertex the one before it ends at: once.
+    again = np.zeros(len(run), dtype=bool)
+    again[1:] = (run[1:] != run[:-1]) & (rank[run[1:]] > 0) & (xy[1:] == xy[:-1]).all(axis=1)
+    return shapely.linestrings(xy[~again], indices=run_curve[run[~again]])
 
 
 def _combine(a: Segments, b: Segments) -> Segments:
