@@ -106,6 +106,11 @@ _ROW_BUDGET = 1_000_000
 _BYTES_PER_VERTEX = 300
 _WORKING_BYTES = 256 * 2**20
 _WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
+#: ... and this per candidate row (piece, segment) its pairs can gather at once: fewer than
+#: n² for a pair of n vertices (its pieces, about n, each against its target segments). Per
+#: vertex alone, a pair of 1,500 vertices whose nearest points are far (a hole the other
+#: polygon lacks) counted 1.9 MB and took 75 MB (3,000 vertices: 3.8 MB and 274 MB).
+_BYTES_PER_ROW = 200
 
 #: Pairs with more segments than this are measured against simplified boundaries (the
 #: targets of the distance), each side when that at least halves its segments: the target
@@ -563,10 +568,8 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
     in flight together would need more memory than is available, naming the largest pairs."""
     if not chunks:
         return
-    sizes = sorted((int(cost[lo:hi].sum()), lo, hi) for lo, hi in chunks)[-WORKERS:]
-    needed = sum(_BYTES_PER_VERTEX * size
-                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
-                 for size, _, _ in sizes)
+    sizes = sorted((_chunk_bytes(cost[lo:hi]), lo, hi) for lo, hi in chunks)[-WORKERS:]
+    needed = sum(size for size, _, _ in sizes)
 
     def what():
         _, lo, hi = sizes[-1]
@@ -577,6 +580,16 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
             f" ({int(cost[lo:hi].sum()):,} vertices)")
 
     check_memory("boundary distances", needed, what)
+
+
+def _chunk_bytes(cost: np.ndarray) -> int:
+    """Memory a chunk of pairs (``cost``: vertices of each) may need while it is measured:
+    its vertices' share, and working memory up to ``_WORKING_BYTES``, from its vertices and
+    the candidate rows its pairs can gather at once (at most n² for a pair of n vertices)."""
+    size = int(cost.sum())
+    rows = float(np.square(cost, dtype=float).sum())
+    return int(_BYTES_PER_VERTEX * size + min(
+        _WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size + _BYTES_PER_ROW * rows))
 
 
 def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:

@@ -83,3 +83,41 @@ def test_simplified_runs_stay_within_the_tolerance_and_match_geos_on_short_rings
     got = simplified_boundaries(np.array([small]), np.array([0.3]))[0]
     np.testing.assert_array_equal(shapely.get_coordinates(got),
                                   shapely.get_coordinates(expected))
+
+
+def disc_with_central_hole(n_outer, n_hole, radius=1000.0, seed=0):
+    """A disc whose outline is noisy (±1 m: not simplified, every vertex counts), with a
+    round hole of radius 10 at its centre; and the same disc without the hole (a matched
+    prediction that missed a pond). Every point of the hole is about 990 from the outline,
+    nearly as near to a fifth of its vertices."""
+    rng = np.random.default_rng(seed)
+    t = 2 * np.pi * np.arange(n_outer) / n_outer
+    r = radius + rng.uniform(-1.0, 1.0, n_outer)
+    outline = np.column_stack([r * np.cos(t), r * np.sin(t)])
+    s = 2 * np.pi * np.arange(n_hole) / n_hole
+    hole = np.column_stack([10.0 * np.cos(s), 10.0 * np.sin(s)])[::-1]
+    return shapely.Polygon(outline, [hole]), shapely.Polygon(outline)
+
+
+def test_memory_check_counts_the_candidate_rows_of_a_pair(monkeypatch):
+    """The check counted 1,024 bytes of working memory per vertex for a small chunk. A pair
+    whose nearest points are far gathers many candidate rows per vertex: the disc with a
+    central hole (500 vertices each) against the disc (1,503 vertices) counted 1.9 MB and
+    allocated 75 MB (tracemalloc; 3,003 vertices: 3.8 MB counted, 274 MB taken). With 32 MB
+    available the check let it run. It now counts the rows the pair can gather (fewer than
+    n², 200 bytes each, up to the 256 MB budget) and stops before the work; two 100-gons
+    (40,000 rows at most: 8 MB) still run."""
+    from iou_evaluation.core.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
+
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "32")
+    ref, pred = disc_with_central_hole(500, 500)
+    with pytest.raises(InsufficientMemoryError,
+                       match=r"boundary distances: matched pairs at positions 0 \(1,503 "):
+        pair_boundary_distances(np.array([ref]), np.array([pred]))
+    t = 2 * np.pi * np.arange(100) / 100
+    a = shapely.Polygon(np.column_stack([np.cos(t), np.sin(t)]) * 100)
+    b = shapely.Polygon(np.column_stack([np.cos(t) + 0.05, np.sin(t)]) * 100)
+    h, _, _ = pair_boundary_distances(np.array([a]), np.array([b]))
+    # Hausdorff distance of two circles of radius R whose centres are c apart: c (here 5,
+    # within the sagitta 100 (1 - cos(π/100)) = 0.05 of it for the 100-gons).
+    assert h[0] == pytest.approx(5.0, abs=0.05)
