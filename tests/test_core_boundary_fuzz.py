@@ -121,3 +121,98 @@ def test_memory_check_counts_the_candidate_rows_of_a_pair(monkeypatch):
     # Hausdorff distance of two circles of radius R whose centres are c apart: c (here 5,
     # within the sagitta 100 (1 - cos(π/100)) = 0.05 of it for the 100-gons).
     assert h[0] == pytest.approx(5.0, abs=0.05)
+
+
+def search_work(monkeypatch):
+    """Count the work of the candidate search: segments gathered from the grid, and rows of
+    cells scanned (both grow with the pieces times what their search boxes cover)."""
+    from iou_evaluation.core.segments import SegmentGrid
+
+    work = {"gathered": 0, "scanned": 0}
+    query, scanned = SegmentGrid.query, SegmentGrid._scanned
+
+    def counting_query(self, *args, **kwargs):
+        found = query(self, *args, **kwargs)
+        work["gathered"] += len(found[0])
+        return found
+
+    def counting_scan(self, *args, **kwargs):
+        rows = scanned(self, *args, **kwargs)
+        work["scanned"] += len(rows[0])
+        return rows
+
+    monkeypatch.setattr(SegmentGrid, "query", counting_query)
+    monkeypatch.setattr(SegmentGrid, "_scanned", counting_scan)
+    return work
+
+
+def box_with_holes(n_holes, side=1000.0):
+    """A square of side ``side`` (plus one grid step) with ``n_holes`` square holes on a
+    grid, each a fifth of the grid step wide; and the same square without them."""
+    m = int(np.ceil(np.sqrt(n_holes)))
+    step = side / m
+    k = np.arange(n_holes)
+    x, y = (k % m + 0.5) * step, (k // m + 0.5) * step
+    w = 0.2 * step
+    holes = [[(a, b), (a, b + w), (a + w, b + w), (a + w, b)] for a, b in zip(x, y)]
+    outer = [(0, 0), (side + step, 0), (side + step, side + step), (0, side + step)]
+    return shapely.Polygon(outer, holes), shapely.Polygon(outer)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: the candidate search of a piece far from "
+                   "the other boundary covers a box as wide as that distance")
+def test_a_hole_the_other_polygon_lacks_costs_work_linear_in_the_vertices(monkeypatch):
+    """A matched pair where the reference has a hole the prediction lacks (a pond the model
+    missed): ``disc_with_central_hole``. Each piece of the hole searches a box some 990 wide
+    for the outline, which gathers every outline segment in it, and scans that many rows of
+    grid cells (cells follow the mean segment length): the work is the hole's pieces times
+    the outline's segments. Measured (fuzzer): 753 -> 3,003 vertices (4×) gathered 95k ->
+    1.38M segments (14.5×) and scanned 37k -> 536k rows of cells (14.6×); 6,003 vertices
+    4.0M and 2.4M, 1.5 s; 12,003 vertices 16M gathered, 13.5 s; 24,003 over 60 s. Linear
+    work (a log factor allowed) would take about 4× for 4× the vertices; a fifth of the
+    outline's vertices really are within Δ of the nearest distance from the hole's centre,
+    so the rows kept per piece stay many unless the search bound tightens (a nearest-
+    neighbour structure rather than boxes): not a small change."""
+    work = search_work(monkeypatch)
+    counts = []
+    for n in (250, 1_000):
+        work.update(gathered=0, scanned=0)
+        ref, pred = disc_with_central_hole(n, n)
+        pair_boundary_distances(np.array([ref]), np.array([pred]))
+        counts.append(dict(work))
+    assert counts[1]["gathered"] <= 6 * counts[0]["gathered"]
+    assert counts[1]["scanned"] <= 6 * counts[0]["scanned"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: a search far from the other boundary scans "
+                   "rows of cells in proportion to that distance over the cell size")
+def test_many_holes_far_from_the_other_boundary_cost_work_linear_in_the_vertices(monkeypatch):
+    """A square with many small holes (a polygonised prediction with speckle) against the
+    square without them: each hole's pieces search for the square's sides, up to half the
+    square away, scanning that distance over the cell size in rows of cells, and the cells
+    shrink as the holes multiply (a pair's cells follow its mean segment length). Measured
+    (fuzzer, holes of 4 vertices): 510 -> 2,010 -> 8,010 -> 32,010 vertices scanned 6.9k ->
+    55k -> 471k -> 5.9M rows of cells (8×, 8.6×, 12.5× for each 4×); 128k vertices 30 s,
+    though only 220k segments were gathered. A coarser level of the grid for long searches
+    would make it linear: not a small change."""
+    work = search_work(monkeypatch)
+    counts = []
+    for n_holes in (400, 1_600):
+        work.update(gathered=0, scanned=0)
+        ref, pred = box_with_holes(n_holes)
+        h, _, _ = pair_boundary_distances(np.array([ref]), np.array([pred]))
+        counts.append(dict(work))
+    assert counts[1]["scanned"] <= 6 * counts[0]["scanned"]
+
+
+@pytest.mark.parametrize("n_holes, expected", [(400, 525.0), (1_600, 512.5)])
+def test_many_holes_give_the_distance_of_the_innermost_corner(n_holes, expected):
+    """``box_with_holes``: the square's sides are 0 from the other square's, so the Hausdorff
+    distance is the largest distance from a hole to the square's outline, min(x, X - x, y,
+    X - y) over the holes' points (X the outer side): largest at the hole corner nearest the
+    centre. 400 holes: X = 1050, grid step 50, holes [25 + 50 i, 35 + 50 i], so the corner
+    (525, 525) of hole (10, 10) is the centre: 525. 1,600 holes: X = 1025, step 25, holes
+    [12.5 + 25 i, 17.5 + 25 i]: the corner (512.5, 512.5): 512.5. Bounds: [H - Δ/2, H]."""
+    ref, pred = box_with_holes(n_holes)
+    h, _, _ = pair_boundary_distances(np.array([ref]), np.array([pred]), 1.0)
+    assert expected - 0.5 <= h[0] <= expected + 1e-9
