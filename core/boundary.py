@@ -88,9 +88,11 @@ _PIECE_BLOCK = 200_000
 _MIN_PIECE_BLOCK = 1024
 _FIRST_PIECE_BLOCK = 16_384
 
-#: The integration of a block takes at most this many candidate rows at once (some 200
-#: bytes each); a block's next one is sized for it.
-_REFINE_ROWS = 1_000_000
+#: The integration of a block takes at most this many candidate rows at once; a block's
+#: next one is sized for it. Where pieces are halved, a row takes some 350 bytes at the
+#: peak (the children's rows and their distances): with 1,000,000 rows a spiky 64,000-vertex
+#: pair took 360 MB (tracemalloc), over the stage's working budget; 222 MB with these.
+_REFINE_ROWS = 400_000
 
 #: ``_refine`` frames and sorts the rows of this many pieces at a time (their temporaries
 #: then stay in the cache).

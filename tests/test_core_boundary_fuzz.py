@@ -216,3 +216,35 @@ def test_many_holes_give_the_distance_of_the_innermost_corner(n_holes, expected)
     ref, pred = box_with_holes(n_holes)
     h, _, _ = pair_boundary_distances(np.array([ref]), np.array([pred]), 1.0)
     assert expected - 0.5 <= h[0] <= expected + 1e-9
+
+
+def test_a_spiky_pair_stays_within_the_working_budget():
+    """Two star-shaped 32,000-gons of radius 1000, centres 20 apart, whose radii are noisy
+    (σ = 10: long, steep edges, many pieces with many candidates, integrated by halving).
+    With blocks of 1,000,000 candidate rows the halving's temporaries (some 350 bytes a row)
+    took 360 MB (tracemalloc; 128,000-gons 642 MB), over the 256 MB working budget of a
+    stage plus 300 bytes per vertex; with blocks of 400,000 rows, 222 MB, the same values.
+
+    Values (the fuzzer compared such pairs with dense sampling): both boundaries are
+    star-shaped about their centres, so a point x of one is at most | |x - c| - ρ | from the
+    other, ρ the other's radius on the ray from its centre c through x; |x - c| is within
+    20 + e of 1000 and ρ within e of it (e the largest deviation of a radius): H <= 20 + 2e,
+    and the mean is at most H."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 32_000
+    t = 2 * np.pi * np.arange(n) / n
+    ra = 1000.0 * (1 + 0.01 * rng.normal(size=n))
+    rb = 1000.0 * (1 + 0.01 * rng.normal(size=n))
+    a = shapely.Polygon(np.column_stack([ra * np.cos(t), ra * np.sin(t)]))
+    b = shapely.Polygon(np.column_stack([20.0 + rb * np.cos(t), rb * np.sin(t)]))
+    tracemalloc.start()
+    try:
+        h, m, _ = pair_boundary_distances(np.array([a]), np.array([b]), 1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < boundary._WORKING_BYTES + boundary._BYTES_PER_VERTEX * 2 * n
+    e = max(np.abs(ra - 1000.0).max(), np.abs(rb - 1000.0).max())
+    assert 0 < m[0] <= h[0] <= 20.0 + 2 * e
