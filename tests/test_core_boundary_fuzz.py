@@ -248,3 +248,60 @@ def test_a_spiky_pair_stays_within_the_working_budget():
     assert peak < boundary._WORKING_BYTES + boundary._BYTES_PER_VERTEX * 2 * n
     e = max(np.abs(ra - 1000.0).max(), np.abs(rb - 1000.0).max())
     assert 0 < m[0] <= h[0] <= 20.0 + 2 * e
+
+
+def tolerance_pairs(monkeypatch):
+    """Count the pairs of boundary pieces the tolerance stage solves."""
+    from iou_evaluation.core import tolerance
+
+    solved = [0]
+    block = tolerance._pair_block
+
+    def counting(A, B, a, b, *rest):
+        solved[0] += len(a)
+        return block(A, B, a, b, *rest)
+
+    monkeypatch.setattr(tolerance, "_pair_block", counting)
+    return solved
+
+
+def small_fine_staircases(side):
+    """A field of side ``side`` m polygonised at 1 cm pixels, rotated 30°, and the same one
+    pixel off (``test_core_boundary_memory.staircase``)."""
+    from test_core_boundary_memory import staircase
+
+    return staircase(side, pixel=0.01), staircase(side, pixel=0.01, shift_px=1)
+
+
+def test_a_field_narrower_than_the_tolerance_is_within_it_all_along():
+    """Both outlines lie within 10 m of each other everywhere (the fields are 2.5 m wide):
+    the lengths within the tolerance are the perimeters (shapely's lengths)."""
+    from iou_evaluation.core.tolerance import boundary_within_tolerance
+
+    a, b = small_fine_staircases(2.5)
+    within, perimeter = boundary_within_tolerance(np.array([a]), np.array([b]), 10.0)
+    assert perimeter[0] == pytest.approx(a.boundary.length, rel=1e-12)
+    assert within[0] == pytest.approx(perimeter[0], rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: the tolerance stage solves every pair of "
+                   "pieces within the tolerance, so boundaries all within it cost n²")
+def test_lengths_within_the_tolerance_cost_work_linear_in_the_vertices(monkeypatch):
+    """A field polygonised at 1 cm pixels against itself one pixel off, at a 10 m tolerance:
+    every piece is within the tolerance of every piece of the other outline once the field is
+    narrower than that, and each pair is solved, though one capsule already covers the piece.
+    Measured (fuzzer): 2.5 m field (2,038 vertices) 1.03M pairs (274k at 1 m); 10 m field
+    (9,307 vertices) 19 s; 40 m (37k vertices) over 60 s. Doubling the vertices (side
+    1.25 m -> 2.5 m) quadruples the pairs; linear work would double them. Skipping pieces
+    already covered by their nearest capsule needs the nearest pieces first: not a small
+    change."""
+    solved = tolerance_pairs(monkeypatch)
+    from iou_evaluation.core.tolerance import boundary_within_tolerance
+
+    counts = []
+    for side in (1.25, 2.5):
+        solved[0] = 0
+        a, b = small_fine_staircases(side)
+        boundary_within_tolerance(np.array([a]), np.array([b]), 10.0)
+        counts.append(solved[0])
+    assert counts[1] <= 2.5 * counts[0]
