@@ -89,9 +89,11 @@ _PIECE_BLOCK = 200_000
 _MIN_PIECE_BLOCK = 1024
 _FIRST_PIECE_BLOCK = 16_384
 
-#: The integration of a block takes at most this many candidate rows at once (some 200
-#: bytes each); a block's next one is sized for it.
-_REFINE_ROWS = 1_000_000
+#: The integration of a block takes at most this many candidate rows at once; a block's
+#: next one is sized for it. Where pieces are halved, a row takes some 350 bytes at the
+#: peak (the children's rows and their distances): with 1,000,000 rows a spiky 64,000-vertex
+#: pair took 360 MB (tracemalloc), over the stage's working budget; 222 MB with these.
+_REFINE_ROWS = 400_000
 
 #: ``_refine`` frames and sorts the rows of this many pieces at a time (their temporaries
 #: then stay in the cache).
@@ -107,6 +109,11 @@ _ROW_BUDGET = 1_000_000
 _BYTES_PER_VERTEX = 300
 _WORKING_BYTES = 256 * 2**20
 _WORKING_BYTES_PER_VERTEX = 1024  # the working memory of a small chunk: this per vertex
+#: ... and this per candidate row (piece, segment) its pairs can gather at once: fewer than
+#: n² for a pair of n vertices (its pieces, about n, each against its target segments). Per
+#: vertex alone, a pair of 1,500 vertices whose nearest points are far (a hole the other
+#: polygon lacks) counted 1.9 MB and took 75 MB (3,000 vertices: 3.8 MB and 274 MB).
+_BYTES_PER_ROW = 200
 
 #: Pairs with more segments than this are measured against simplified boundaries (the
 #: targets of the distance), each side when that at least halves its segments: the target
@@ -116,6 +123,13 @@ _COARSE_MIN_SEGMENTS = 4096
 _COARSE_GAIN = 0.5
 _COARSE_FRACTION = 1.0 / 32.0
 _COARSE_DELTA = 0.75
+
+#: Douglas-Peucker simplifies a curve in runs of at most this many vertices (consecutive runs
+#: share their end vertex). GEOS recurses once per kept vertex in the worst case and takes
+#: time quadratic in the vertices of the line it is given: a comb-like ring of 16,000
+#: vertices overflowed a 1 MB thread stack (the default for a thread on Windows) and killed
+#: the process; 64,000 took 22 s, 128,000 89 s (8 MB stack: segfault).
+_SIMPLIFY_RUN = 1024
 
 #: With a local scale factor (a conformal CRS, ``wide.py``), pieces are at most
 #: ``_SCALE_DRIFT`` R / g long in CRS units (g = R |∇ln k|, the pair's largest relative
@@ -596,10 +610,8 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
     in flight together would need more memory than is available, naming the largest pairs."""
     if not chunks:
         return
-    sizes = sorted((int(cost[lo:hi].sum()), lo, hi) for lo, hi in chunks)[-WORKERS:]
-    needed = sum(_BYTES_PER_VERTEX * size
-                 + min(_WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size)
-                 for size, _, _ in sizes)
+    sizes = sorted((_chunk_bytes(cost[lo:hi]), lo, hi) for lo, hi in chunks)[-WORKERS:]
+    needed = sum(size for size, _, _ in sizes)
 
     def what():
         _, lo, hi = sizes[-1]
@@ -610,6 +622,16 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
             f" ({int(cost[lo:hi].sum()):,} vertices)")
 
     check_memory("boundary distances", needed, what)
+
+
+def _chunk_bytes(cost: np.ndarray) -> int:
+    """Memory a chunk of pairs (``cost``: vertices of each) may need while it is measured:
+    its vertices' share, and working memory up to ``_WORKING_BYTES``, from its vertices and
+    the candidate rows its pairs can gather at once (at most n² for a pair of n vertices)."""
+    size = int(cost.sum())
+    rows = float(np.square(cost, dtype=float).sum())
+    return int(_BYTES_PER_VERTEX * size + min(
+        _WORKING_BYTES, _WORKING_BYTES_PER_VERTEX * size + _BYTES_PER_ROW * rows))
 
 
 def _chunks(cost: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -769,14 +791,49 @@ def simplified_boundaries(geometries, tolerance) -> np.ndarray:
     curves, owner = curves[order], owner[order]
     coords, index = shapely.get_coordinates(curves, return_index=True)
     lines = shapely.linestrings(coords, indices=index)
+    simple = _simplified_in_runs(coords, index, np.asarray(tolerance, dtype=float)[owner])
     del coords, index
-    simple = shapely.simplify(lines, np.asarray(tolerance, dtype=float)[owner],
-                              preserve_topology=False)
     few = shapely.get_num_coordinates(simple) < 3
     simple[few] = lines[few]
     present, at = np.unique(owner, return_inverse=True)
     out[present] = shapely.multilinestrings(simple, indices=at)
     return out
+
+
+def _simplified_in_runs(coords, curve, tolerance) -> np.ndarray:
+    """Douglas-Peucker (GEOS, ``preserve_topology=False``) of each curve within its
+    ``tolerance``, done on runs of at most ``_SIMPLIFY_RUN`` vertices: the recursion depth
+    and the time of a run stay bounded whatever the curve (see the constant).
+
+    Each run keeps its end vertices, so the simplified runs joined are within the tolerance
+    of the curve both ways, as one Douglas-Peucker of the whole curve would be (a curve of at
+    most ``_SIMPLIFY_RUN`` vertices is one run: the same result).
+
+    Args:
+        coords: float array, shape (k, 2): the curves' vertices, grouped by curve.
+        curve: int array, shape (k,): the curve of each vertex, 0..c-1, sorted, each curve
+            with at least two vertices.
+        tolerance: float array, shape (c,), > 0.
+    Returns:
+        object array, shape (c,), of LineStrings.
+    """
+    count = np.bincount(curve)
+    per_run = _SIMPLIFY_RUN - 1
+    runs = np.maximum(1, -(-(count - 1) // per_run))
+    if (runs == 1).all():
+        return shapely.simplify(shapely.linestrings(coords, indices=curve), tolerance,
+                                preserve_topology=False)
+    run_curve = group_ids(runs)
+    rank = np.arange(len(run_curve)) - (np.cumsum(runs) - runs)[run_curve]
+    first = (np.cumsum(count) - count)[run_curve] + rank * per_run
+    size = np.minimum(_SIMPLIFY_RUN, count[run_curve] - rank * per_run)
+    lines = shapely.linestrings(coords[ranges(first, size)], indices=group_ids(size))
+    simple = shapely.simplify(lines, tolerance[run_curve], preserve_topology=False)
+    xy, run = shapely.get_coordinates(simple, return_index=True)
+    # A run after the first starts at the vertex the one before it ends at: once.
+    again = np.zeros(len(run), dtype=bool)
+    again[1:] = (run[1:] != run[:-1]) & (rank[run[1:]] > 0) & (xy[1:] == xy[:-1]).all(axis=1)
+    return shapely.linestrings(xy[~again], indices=run_curve[run[~again]])
 
 
 def _combine(a: Segments, b: Segments) -> Segments:
