@@ -791,7 +791,7 @@ def simplified_boundaries(geometries, tolerance) -> np.ndarray:
     curves, owner = curves[order], owner[order]
     coords, index = shapely.get_coordinates(curves, return_index=True)
     lines = shapely.linestrings(coords, indices=index)
-    simple = _simplified_in_runs(coords, index, np.asarray(tolerance, dtype=float)[owner])
+    simple = simplified_in_runs(coords, index, np.asarray(tolerance, dtype=float)[owner])
     del coords, index
     few = shapely.get_num_coordinates(simple) < 3
     simple[few] = lines[few]
@@ -800,7 +800,7 @@ def simplified_boundaries(geometries, tolerance) -> np.ndarray:
     return out
 
 
-def _simplified_in_runs(coords, curve, tolerance) -> np.ndarray:
+def simplified_in_runs(coords, curve, tolerance) -> np.ndarray:
     """Douglas-Peucker (GEOS, ``preserve_topology=False``) of each curve within its
     ``tolerance``, done on runs of at most ``_SIMPLIFY_RUN`` vertices: the recursion depth
     and the time of a run stay bounded whatever the curve (see the constant).

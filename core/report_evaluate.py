@@ -9,7 +9,7 @@ import numpy as np
 import shapely
 
 from . import figures
-from .boundary import utm_crs
+from .boundary import simplified_in_runs, utm_crs
 from .crs import transformer
 from .evaluate import Evaluation
 from .labels import MISSING
@@ -234,8 +234,8 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
         box = shapely.total_bounds(np.r_[np.array([field], dtype=object), predicted])
         detail = max(box[2] - box[0], box[3] - box[1]) / 1000.0
         if np.isfinite(detail) and detail > 0:
-            field = shapely.simplify(field, detail, preserve_topology=True)
-            predicted = shapely.simplify(predicted, detail, preserve_topology=True)
+            field = _drawn(np.array([field], dtype=object), detail)[0]
+            predicted = _drawn(predicted, detail)
         layers = [
             (predicted[matched_pred[others]],
              {"facecolor": to_rgba(figures.COLORS["tp"], 0.4), "edgecolor": figures.COLORS["tp"],
@@ -253,6 +253,35 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
                                                        predicted])),
         })
     return panels
+
+
+def _drawn(geometries, detail: float) -> np.ndarray:
+    """Polygonal geometries (object array, shape (n,)) with every ring simplified within
+    ``detail`` for drawing: Douglas-Peucker in runs (``boundary.simplified_in_runs``), the
+    rings put back as they were (topology is not kept: a figure only). GEOS's own
+    simplification recurses once per kept vertex: a comb-like outline of 8,000 vertices
+    overflowed a 512 kB thread stack, which takes the whole process (QGIS) down. A ring
+    left with fewer than 4 vertices is drawn whole; anything but polygons is drawn as it is.
+    """
+    geoms = np.asarray(geometries, dtype=object).reshape(-1)
+    parts, owner = shapely.get_parts(geoms, return_index=True)
+    as_is = np.zeros(len(geoms), dtype=bool)
+    as_is[owner[shapely.get_type_id(parts) != 3]] = True
+    parts, owner = parts[~as_is[owner]], owner[~as_is[owner]]
+    if len(parts) == 0:
+        return geoms
+    rings, ring_part = shapely.get_rings(parts, return_index=True)
+    coords, ring = shapely.get_coordinates(rings, return_index=True)
+    simple = simplified_in_runs(coords, ring, np.full(len(rings), float(detail)))
+    whole = shapely.get_num_coordinates(simple) < 4
+    simple[whole] = rings[whole]
+    xy, at = shapely.get_coordinates(simple, return_index=True)
+    with_rings, ring_part = np.unique(ring_part, return_inverse=True)  # not empty parts
+    drawn_parts = shapely.polygons(shapely.linearrings(xy, indices=at), indices=ring_part)
+    out = geoms.copy()
+    present, part_owner = np.unique(owner[with_rings], return_inverse=True)
+    out[present] = shapely.multipolygons(drawn_parts, indices=part_owner)
+    return out
 
 
 def _to_crs(geometry, crs, epsg: int):
