@@ -428,6 +428,10 @@ _RUN_TOLERANCES = 0.25
 #: The certified runs are set aside when they hold at least this share of a layer's segments.
 _CERTIFIED_SHARE = 0.5
 
+#: Runs are certified when both layers hold at most this many pieces and points (about 80
+#: bytes each: 240 MB), else everything is solved exactly, tile by tile, as before.
+_CERTIFY_MAX_ITEMS = 3_000_000
+
 
 def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, progress=None):
     """``_lengths_within_exact``, with the parts of the boundaries that are certainly within
@@ -472,10 +476,15 @@ def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
 
     # First from the geometries' mean segment lengths, without building segments (layers of
     # long segments, fields drawn by hand, are let through at no cost).
+    run_length = _RUN_TOLERANCES * tol
     with np.errstate(invalid="ignore", divide="ignore"):
         vertices = shapely.get_num_coordinates(a)
-        fine = shapely.length(a) <= 2.0 * _RUN_TOLERANCES * tol * vertices
-    if vertices[fine].sum() < _CERTIFIED_SHARE * vertices.sum():
+        length_a = shapely.length(a)
+        fine = length_a <= 2.0 * run_length * vertices
+        items = (np.nansum(length_a) + np.nansum(shapely.length(b))) / run_length + (
+            vertices.sum() + shapely.get_num_coordinates(b).sum())
+    if vertices[fine].sum() < _CERTIFIED_SHARE * vertices.sum() or not (
+            items <= _CERTIFY_MAX_ITEMS):
         return None, None
     x0, y0, x1, y1, owner = _segments(a)
     bx0, by0, bx1, by1, _ = _segments(b)
@@ -483,8 +492,7 @@ def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
         return None, None
     # Longer segments cut into pieces of at most the run length, so that they are certified
     # in parts too.
-    x0, y0, x1, y1, parent, _ = split_segments(x0, y0, x1, y1,
-                                               np.full(len(x0), _RUN_TOLERANCES * tol))
+    x0, y0, x1, y1, parent, _ = split_segments(x0, y0, x1, y1, np.full(len(x0), run_length))
     owner = owner[parent]
     n = len(x0)
     length = hypot(x1 - x0, y1 - y0)
@@ -492,15 +500,14 @@ def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
     # length along the boundary passes a multiple of the run length.
     joined = np.zeros(n, dtype=bool)
     joined[1:] = (x0[1:] == x1[:-1]) & (y0[1:] == y1[:-1])
-    band = np.floor((np.cumsum(length) - length) / (_RUN_TOLERANCES * tol))
+    band = np.floor((np.cumsum(length) - length) / run_length)
     joined[1:] &= band[1:] == band[:-1]
     run = np.cumsum(~joined) - 1
     first = np.flatnonzero(~joined)
     rho = np.bincount(run, weights=length)  # every point of a run is within ρ of its start
     # Points on the other boundary, at most a run length apart along it (its vertices alone
     # would leave the middle of a long segment uncertified).
-    bx0, by0, bx1, by1, _, _ = split_segments(bx0, by0, bx1, by1,
-                                              np.full(len(bx0), _RUN_TOLERANCES * tol))
+    bx0, by0, bx1, by1, _, _ = split_segments(bx0, by0, bx1, by1, np.full(len(bx0), run_length))
     tree = cKDTree(np.column_stack([np.r_[bx0, bx1], np.r_[by0, by1]]))
     near, _ = tree.query(np.column_stack([x0[first], y0[first]]), k=1,
                          distance_upper_bound=tol)
