@@ -143,7 +143,6 @@ def tolerance_lengths_in_utm_at(
     tols = np.array([check_positive(t, "tolerance_m") for t in tolerances_m], dtype=float)
     if len(tols) == 0:
         raise ValueError("tolerances_m must hold at least one tolerance")
-    tol = float(tols.max())  # what the searches must reach
     check_same_space(reference, predicted)
     if reference.crs is None:
         return _lengths_within(reference.local, predicted.local, tols, True, progress)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,21 @@ def _import_plugin_package():
 
 
 _import_plugin_package()
+
+
+def plugin_script(body: str) -> str:
+    """Python source for a fresh process (``python -c``): the plugin imported as
+    ``iou_evaluation`` the way this file does it, then ``body`` (dedented). For what must be
+    measured or may crash in a process of its own (peak memory, a stack overflow)."""
+    return textwrap.dedent(f"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location(
+            "iou_evaluation", {str(ROOT / "__init__.py")!r},
+            submodule_search_locations=[{str(ROOT)!r}])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["iou_evaluation"] = module
+        spec.loader.exec_module(module)
+    """) + textwrap.dedent(body)
 
 
 @pytest.fixture(scope="session")

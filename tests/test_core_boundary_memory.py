@@ -9,12 +9,11 @@ import json
 import math
 import subprocess
 import sys
-import textwrap
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import plugin_script
 import shapely
 from iou_evaluation.core import boundary
 from iou_evaluation.core.boundary import pair_boundary_distances, simplified_boundaries
@@ -26,7 +25,6 @@ from iou_evaluation.core.memory import (
 )
 from scipy import integrate
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def regular_polygon(n, radius, cx=0.0, cy=0.0):
@@ -92,25 +90,19 @@ def test_million_gon_pair_gives_the_analytic_values_within_1_gb():
     IoU: ``test_circle_formulas_give_the_issue_values``. Bounds for Δ = 1 m: Hausdorff in
     [H - Δ/2, H], mean within Δ/4.
     """
-    script = textwrap.dedent(f"""
-        import importlib.util, json, resource, sys
+    script = plugin_script("""
+        import json, resource
         import numpy as np, shapely
-        spec = importlib.util.spec_from_file_location(
-            "iou_evaluation", {str(ROOT / "__init__.py")!r},
-            submodule_search_locations=[{str(ROOT)!r}])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["iou_evaluation"] = module
-        spec.loader.exec_module(module)
         from iou_evaluation.core.evaluate import evaluate
         t = 2 * np.pi * np.arange(1_000_000) / 1_000_000
         ref = shapely.Polygon(np.column_stack([1000 * np.cos(t), 1000 * np.sin(t)]))
         pred = shapely.Polygon(np.column_stack([100 + 1000 * np.cos(t), 1000 * np.sin(t)]))
         del t
         r = evaluate([pred], [ref]).per_reference
-        print(json.dumps({{
+        print(json.dumps({
             "iou": float(r["iou"][0]), "hausdorff": float(r["hausdorff_m"][0]),
             "mean": float(r["boundary_mean_distance_m"][0]),
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=900)
@@ -122,14 +114,20 @@ def test_million_gon_pair_gives_the_analytic_values_within_1_gb():
     assert values["peak_mb"] < 1024
 
 
-def boundary_stage_peak(a, b):
-    """Peak of the memory numpy allocates while the boundary distances of one pair run."""
+def distances_and_peak(a, b, spacing=1.0):
+    """``pair_boundary_distances`` of one pair (Hausdorff, mean, spacing: floats) and the
+    peak of the memory numpy allocates while they run."""
     tracemalloc.start()
     try:
-        pair_boundary_distances(np.array([a]), np.array([b]), 1.0)
-        return tracemalloc.get_traced_memory()[1]
+        values = pair_boundary_distances(np.array([a]), np.array([b]), spacing)
+        return tuple(float(v[0]) for v in values), tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def boundary_stage_peak(a, b):
+    """Peak of the memory numpy allocates while the boundary distances of one pair run."""
+    return distances_and_peak(a, b)[1]
 
 
 @pytest.mark.parametrize("make", [
@@ -316,14 +314,9 @@ def test_a_far_finely_cut_pair_stays_within_the_working_budget():
     nearest point is straight along the shift)."""
     a = staircase(1250.0)
     b = shapely.affinity.translate(a, 100.0, 0.0)
-    tracemalloc.start()
-    try:
-        h, m, _ = pair_boundary_distances(np.array([a]), np.array([b]), 1.0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert 100.0 - 0.5 <= h[0] <= 100.0 + 1e-9
-    assert 0 < m[0] < 100.0
+    (h, m, _), peak = distances_and_peak(a, b)
+    assert 100.0 - 0.5 <= h <= 100.0 + 1e-9
+    assert 0 < m < 100.0
     assert peak < 320 * 2**20
 
 

@@ -4,7 +4,6 @@ import json
 import math
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pyproj
@@ -251,16 +250,10 @@ def test_memory_stays_bounded_on_a_large_raster(tmp_path):
         for r0 in range(0, n, 500):
             band.WriteArray(rows, 0, r0)
         dataset = None
-    from conftest import ROOT
+    from conftest import plugin_script
 
-    script = textwrap.dedent(f"""
-        import importlib.util, json, sys
-        spec = importlib.util.spec_from_file_location(
-            "iou_evaluation", {str(ROOT / "__init__.py")!r},
-            submodule_search_locations=[{str(ROOT)!r}])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["iou_evaluation"] = module
-        spec.loader.exec_module(module)
+    script = plugin_script(f"""
+        import json
         from iou_evaluation.core.raster_confusion import open_band, raster_confusion
         p = open_band({str(tmp_path / "big_p.tif")!r}, 1, "PREDICTED")
         r = open_band({str(tmp_path / "big_r.tif")!r}, 1, "REFERENCE")

@@ -3,10 +3,8 @@ are drawn without taking the process down (a stack overflow kills QGIS, not just
 
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import plugin_script
 
 
 def test_the_worst_fields_map_of_a_comb_fits_a_small_thread_stack():
@@ -17,15 +15,9 @@ def test_the_worst_fields_map_of_a_comb_fits_a_small_thread_stack():
     vertices: a segmentation fault. With 8 MB, 80,000 vertices took 80 s. The map is drawn
     from at most the two combs' own vertices (the teeth, 100 high, are far above a
     thousandth of the 5,000 wide panel, so most stay)."""
-    script = textwrap.dedent(f"""
-        import importlib.util, sys, threading
+    script = plugin_script("""
+        import threading
         import numpy as np, shapely
-        spec = importlib.util.spec_from_file_location(
-            "iou_evaluation", {str(ROOT / "__init__.py")!r},
-            submodule_search_locations=[{str(ROOT)!r}])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["iou_evaluation"] = module
-        spec.loader.exec_module(module)
         from iou_evaluation.core.evaluate import evaluate
         from iou_evaluation.core.report_evaluate import _worst_panels, report_extras
         teeth = 5_000
