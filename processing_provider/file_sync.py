@@ -20,6 +20,8 @@ from pathlib import Path
 
 #: GDAL configuration option of the SQLite-based drivers (GeoPackage, SQLite).
 SYNC_OPTION = "OGR_SQLITE_SYNCHRONOUS"
+#: File name suffixes of those drivers' files, the ones ``sync_files`` syncs.
+SQLITE_SUFFIXES = (".gpkg", ".sqlite", ".db")
 
 
 @contextlib.contextmanager
@@ -44,13 +46,14 @@ def unsynced_sqlite(enabled: bool = True):
 
 
 def sync_files(paths) -> None:
-    """Sync each file and the folders holding them to disk (``os.fsync``): once a file is
-    complete and closed. Paths that are not files are skipped; an OSError (a file system
-    without fsync) is ignored, as SQLite would have had nothing better to do."""
+    """Sync each GeoPackage (or SQLite) file and the folders holding them to disk
+    (``os.fsync``): once a file is complete and closed. Paths that are not such files are
+    skipped (other formats were never synced); an OSError (a file system without fsync) is
+    ignored, as SQLite would have had nothing better to do."""
     folders = set()
     for path in paths:
         path = Path(path)
-        if not path.is_file():
+        if path.suffix.lower() not in SQLITE_SUFFIXES or not path.is_file():
             continue
         _fsync(path, os.O_RDONLY)
         folders.add(path.parent)

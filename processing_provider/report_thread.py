@@ -51,9 +51,16 @@ class ReportRenderer:
     def submit(self, render, report):
         """Start ``render(report) -> str``; returns a callable(report) -> str that waits
         for the text and returns it (re-raising what ``render`` raised), the shape
-        ``reporting.write_reports`` takes."""
-        future = self._executor.submit(render, report)
-        return lambda _report: future.result()
+        ``reporting.write_reports`` takes. It may be called once."""
+        pending = [self._executor.submit(render, report)]
+
+        def text(_report):
+            # Taken out first: a render's exception, raised here, holds the caller's frames,
+            # and those frames hold this function; the future must not close that cycle
+            # (QGIS objects in it would wait for the garbage collector).
+            return pending.pop().result()
+
+        return text
 
     def close(self) -> None:
         """Stop the thread without waiting: after the texts were taken it has nothing left

@@ -50,8 +50,62 @@ def test_disabled_it_changes_nothing_and_a_setting_of_the_callers_comes_back(tmp
         gdal.SetThreadLocalConfigOption(SYNC_OPTION, None)
 
 
-def test_syncing_files_leaves_them_as_they_are_and_skips_what_is_not_a_file(tmp_path):
-    path = tmp_path / "out.gpkg"
-    path.write_bytes(b"abc")
-    sync_files([path, tmp_path / "missing.gpkg", "TEMPORARY_OUTPUT"])
-    assert path.read_bytes() == b"abc"
+def test_syncing_files_leaves_them_as_they_are_and_skips_what_is_not_a_file(
+        tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor):
+        synced.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    gpkg, shapefile = tmp_path / "out.gpkg", tmp_path / "out.shp"
+    gpkg.write_bytes(b"abc")
+    shapefile.write_bytes(b"shp")
+    sync_files([gpkg, shapefile, tmp_path / "missing.gpkg", "TEMPORARY_OUTPUT"])
+    assert gpkg.read_bytes() == b"abc"
+    assert synced == [str(gpkg), str(tmp_path)]  # the GeoPackage and its folder, once each
+
+
+def test_the_algorithms_geopackage_outputs_are_synced_once_complete(
+        ioueval_provider, tmp_path, monkeypatch):
+    import gc
+    import sqlite3
+
+    import processing
+    from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProject
+
+    from iou_evaluation.processing_provider import evaluate_polygons
+
+    synced = []
+
+    def record(paths):
+        paths = list(paths)
+        for path in paths:  # complete when synced: closed, indexed, styled
+            db = sqlite3.connect(path)
+            try:
+                assert db.execute("select count(*) from layer_styles").fetchone()[0] == 1
+            finally:
+                db.close()
+        synced.extend(paths)
+
+    monkeypatch.setattr(evaluate_polygons, "sync_files", record)
+    outputs = {name: str(tmp_path / f"{name.lower()}.gpkg")
+               for name in ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES")}
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    result = processing.run("ioueval:evaluatepolygons", {
+        "PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE, **outputs,
+    }, context=context, feedback=QgsProcessingFeedback())
+    assert sorted(synced) == sorted(outputs.values())
+    assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (85, 15, 15)
+    assert gdal.GetThreadLocalConfigOption(SYNC_OPTION, None) is None
+    # The context's layers are freed now, while QGIS runs: Processing's Python side may
+    # hold the context in reference cycles that the collector would otherwise free only at
+    # exit, after QGIS has shut GDAL down (a crash there).
+    del context
+    gc.collect()
