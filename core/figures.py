@@ -71,28 +71,12 @@ def to_data_uri(figure, fmt: str = "svg", dpi: int = 110) -> str:
     # metadata Date None: the same figure gives the same bytes (reports diff cleanly).
     metadata = {"Date": None} if fmt == "svg" else {}
     # SVG text stays text (smaller, searchable, printed in the page's font). rcParams are
-    # the process's: the lock keeps two threads' settings from undoing each other's (a
-    # report drawn while figures load, or two reports at once).
+    # the process's: the lock keeps two threads' settings from undoing each other's (two
+    # reports drawn at once, say by two algorithms running in the background in QGIS).
     with _SAVE_LOCK, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "ioueval"}):
         figure.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata)
     mime = "image/svg+xml" if fmt == "svg" else "image/png"
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
-
-
-def load_libraries() -> None:
-    """Import and initialise what drawing a figure needs (matplotlib's figure, patches and
-    SVG backend, its font list), by drawing one empty figure that is thrown away.
-
-    Worth ~0.3-0.5 s at a process's first figure; a caller with something else to wait for
-    (an evaluation) may spend it on another thread. Draws nothing a report shows and leaves
-    matplotlib's settings as they were, so the figures drawn afterwards are the same.
-    """
-    import matplotlib.patches  # noqa: F401 (polygon_panels)
-    import matplotlib.path  # noqa: F401
-
-    figure, ax = new_figure(1.0, 1.0)
-    ax.set_xlabel("x")
-    to_data_uri(figure)
 
 
 def series_style(k: int) -> dict:

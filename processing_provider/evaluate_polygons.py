@@ -73,7 +73,6 @@ from .validation import (
     same_destination_error,
     unwritable_destination_error,
 )
-from .report_thread import ReportRenderer, start_loading_figure_libraries
 from .reporting import (
     input_description,
     plain_parameters,
@@ -526,8 +525,6 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             index = fields[name][1]
             return [attributes[index] for attributes in features.attributes]
 
-        if html_requested:
-            start_loading_figure_libraries()  # while the evaluation runs
         try:
             with forward_core_log(feedback):
                 evaluation = evaluate(
@@ -582,34 +579,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             reference_source.fields(), ref_ids, id_qfield,
             _transform(predicted_source, reference_source, context),
         )
-        report = self._report(parameters, context, evaluation, fields, run_warnings, ref_ids,
-                              reference, predicted)
-        # The HTML page is drawn on a thread of its own while the layers are written.
-        renderer = ReportRenderer()
-        try:
-            html = renderer.submit(
-                lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation),
-                report,
-            ) if requested(parameters, self.REPORT_HTML) and self.parameterAsFileOutput(
-                parameters, self.REPORT_HTML, context) else None
-            results = writer.write_all(outputs, reference_source.sourceCrs())
-            if results is None or feedback.isCanceled():
-                return {}
-            feedback.setProgressText(self.tr("Writing reports"))
-            results.update(write_reports(self, parameters, context, report, (
-                (self.REPORT_JSON, to_json_text),
-                (self.REPORT_HTML, html),
-            )))
-        finally:
-            renderer.close()
-        results.update(self.numeric_results(lambda key: metrics[key]))
-        feedback.setProgress(100)
-        return results
+        results = writer.write_all(outputs, reference_source.sourceCrs())
+        if results is None or feedback.isCanceled():
+            return {}
 
-    def _report(self, parameters, context, evaluation, fields, run_warnings, ref_ids,
-                reference, predicted) -> dict:
-        """The JSON report of a run (``core.report.build_report`` with what the provider
-        knows: inputs, provenance, field names, its own warnings, the reproduce section)."""
+        feedback.setProgressText(self.tr("Writing reports"))
         inputs = {
             name: input_description(self, parameters, parameter, context,
                                     len(features.feature_ids))
@@ -626,7 +600,14 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             "algorithm": self.id() or "ioueval:evaluatepolygons",
             "parameters": plain_parameters(self, parameters, context),
         }
-        return report
+        results.update(write_reports(self, parameters, context, report, (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML,
+             lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
+        )))
+        results.update(self.numeric_results(lambda key: metrics[key]))
+        feedback.setProgress(100)
+        return results
 
 
 class _OutputWriter:

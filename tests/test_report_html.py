@@ -161,43 +161,6 @@ def test_definitions_cite_sources_by_name_not_by_unshipped_files():
     assert "Spatial IoU guide for LLM-generated geometries" in sources
 
 
-def test_loading_the_figure_libraries_first_draws_the_same_figures(tmp_path):
-    # In a fresh process each, as in qgis_process: a page's first figures drawn with and
-    # without figures.load_libraries (run on a thread of its own) before them.
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    script = tmp_path / "draw.py"
-    script.write_text(
-        "import importlib.util, sys, threading\n"
-        "spec = importlib.util.spec_from_file_location("
-        f"'iou_evaluation', {str(root / '__init__.py')!r},"
-        f" submodule_search_locations=[{str(root)!r}])\n"
-        "module = importlib.util.module_from_spec(spec); sys.modules['iou_evaluation'] = module\n"
-        "spec.loader.exec_module(module)\n"
-        "import shapely\n"
-        "from iou_evaluation.core import figures\n"
-        "if sys.argv[1] == 'first':\n"
-        "    thread = threading.Thread(target=figures.load_libraries)\n"
-        "    thread.start(); thread.join()\n"
-        "import matplotlib\n"
-        "settings = {k: repr(v) for k, v in matplotlib.rcParams.items()}\n"
-        "print(sorted(settings.items()))\n"
-        "print(figures.histogram({'a': [0.1, 0.5, 0.9]}, xlabel='IoU (–)', bins=5))\n"
-        "print(figures.polygon_panels([{'title': 't', 'layers': [([shapely.box(0, 0, 3, 2)],"
-        " {'edgecolor': 'black', 'hatch': '//'})], 'extent': (0, 0, 3, 2)}]))\n"
-    )
-    drawn = [
-        subprocess.run([sys.executable, str(script), order], capture_output=True, text=True,
-                       check=True, timeout=120).stdout
-        for order in ("first", "not")
-    ]
-    assert drawn[0].count("data:image/svg+xml;base64,") == 2
-    assert drawn[0] == drawn[1]
-
-
 def _histogram_uri():
     return figures.histogram({"a": [0.1, 0.5, 0.9, 0.95]}, xlabel="IoU (–)", bins=5)
 
@@ -227,5 +190,5 @@ def test_figures_drawn_on_several_threads_at_once_are_the_figures_drawn_alone():
     svg = base64.b64decode(alone.split(",", 1)[1]).decode()
     assert "<text" in svg and "DejaVuSans-30" not in svg  # text as text, not as glyph paths
     for _ in range(3):
-        drawn = _draw_at_once(6, lambda k: figures.load_libraries() if k == 0 else _histogram_uri())
-        assert drawn[1:] == [alone] * 5
+        drawn = _draw_at_once(6, lambda k: _histogram_uri())
+        assert drawn == [alone] * 6
