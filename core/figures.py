@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -34,6 +35,8 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 HATCHES = ("", "///", "...", "xx", "\\\\", "oo", "--")
 
 DEFAULT_SIZE_IN = (6.4, 3.4)
+#: Held while a figure is saved under its own matplotlib settings (``to_data_uri``).
+_SAVE_LOCK = threading.Lock()
 
 
 def new_figure(width_in: float = DEFAULT_SIZE_IN[0], height_in: float = DEFAULT_SIZE_IN[1],
@@ -67,8 +70,10 @@ def to_data_uri(figure, fmt: str = "svg", dpi: int = 110) -> str:
     buffer = io.BytesIO()
     # metadata Date None: the same figure gives the same bytes (reports diff cleanly).
     metadata = {"Date": None} if fmt == "svg" else {}
-    # SVG text stays text (smaller, searchable, printed in the page's font).
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "ioueval"}):
+    # SVG text stays text (smaller, searchable, printed in the page's font). rcParams are
+    # the process's: the lock keeps two threads' settings from undoing each other's (two
+    # reports drawn at once, say by two algorithms running in the background in QGIS).
+    with _SAVE_LOCK, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "ioueval"}):
         figure.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata)
     mime = "image/svg+xml" if fmt == "svg" else "image/png"
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"

@@ -29,6 +29,7 @@ from ..core.report import build_report, to_json_text
 from ..core.report_evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
+from .file_sync import sync_files, unsynced_sqlite
 from .geopackage import direct_location
 from .layers import (
     feature_batches,
@@ -638,9 +639,12 @@ class _OutputWriter:
                 if self.feedback.isCanceled():
                     return None
                 fields = outputs.fields(name)
-                sink, dest_id = self.algorithm.parameterAsSink(
-                    self.parameters, name, self.context, fields, outputs.wkb_type(name), crs
-                )
+                # A new file of its own is synced to disk once, when complete (file_sync).
+                with unsynced_sqlite(own_files and bool(destinations[name])):
+                    sink, dest_id = self.algorithm.parameterAsSink(
+                        self.parameters, name, self.context, fields, outputs.wkb_type(name),
+                        crs,
+                    )
                 if sink is None:
                     raise QgsProcessingException(
                         self.algorithm.invalidSinkError(self.parameters, name)
@@ -664,8 +668,11 @@ class _OutputWriter:
                 else:
                     del sink
                 results[name] = dest_id
-        for name, dest_id in results.items():  # all closed: styles go into the files
-            self._style(name, dest_id)
+        with unsynced_sqlite(own_files):
+            for name, dest_id in results.items():  # all closed: styles go into the files
+                self._style(name, dest_id)
+        if own_files:
+            sync_files(dest_id for name, dest_id in results.items() if destinations[name])
         return results
 
     def _style(self, name, dest_id):

@@ -159,3 +159,36 @@ def test_definitions_cite_sources_by_name_not_by_unshipped_files():
     sources = " ".join(d.source for d in report_definitions.DEFINITIONS)
     assert "agribound 1.0 evaluation documentation" in sources
     assert "Spatial IoU guide for LLM-generated geometries" in sources
+
+
+def _histogram_uri():
+    return figures.histogram({"a": [0.1, 0.5, 0.9, 0.95]}, xlabel="IoU (–)", bins=5)
+
+
+def _draw_at_once(n_threads, draw):
+    import threading
+
+    barrier = threading.Barrier(n_threads)
+    drawn = [None] * n_threads
+
+    def run(k):
+        barrier.wait()
+        drawn[k] = draw(k)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return drawn
+
+
+def test_figures_drawn_on_several_threads_at_once_are_the_figures_drawn_alone():
+    # Each figure is saved under matplotlib settings of its own (text kept as text, ids
+    # salted): settings of the process, which one thread's figure must not undo for another.
+    alone = _histogram_uri()
+    svg = base64.b64decode(alone.split(",", 1)[1]).decode()
+    assert "<text" in svg and "DejaVuSans-30" not in svg  # text as text, not as glyph paths
+    for _ in range(3):
+        drawn = _draw_at_once(6, lambda k: _histogram_uri())
+        assert drawn == [alone] * 6
