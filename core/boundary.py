@@ -517,8 +517,8 @@ def pair_boundary_distances(
         pairs with a missing or empty geometry, or with non-finite coordinates.
 
     Raises:
-        ValueError: arrays of different shapes, or ``spacing_m`` not a positive finite number
-            or None.
+        ValueError: arrays of different shapes (``scale_gradient`` too), or ``spacing_m``
+            not a positive finite number or None.
         memory.InsufficientMemoryError: before any work, when the largest chunks of pairs
             that run together would need more memory than is available
             (``memory.available_bytes``); the message names the largest pairs.
