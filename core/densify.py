@@ -322,11 +322,13 @@ def _tolerance(x, y, coord_ring, ring_part, part_row, n_rows, relative_error):
     as they are (A: shells minus holes, P: all rings, in the equal-area CRS). 0 where A or P
     is not positive and finite (every grid point is then kept: the 50 m result)."""
     starts = np.flatnonzero(np.r_[True, coord_ring[1:] != coord_ring[:-1]])
-    # Shoelace and length per ring, relative to each ring's first vertex (no cancellation).
-    x = x - np.repeat(x[starts], np.diff(np.r_[starts, len(x)]))
-    y = y - np.repeat(y[starts], np.diff(np.r_[starts, len(y)]))
     same = coord_ring[1:] == coord_ring[:-1]
+    # (Vertices the CRS cannot take are infinite: their rows get no tolerance, then drop.)
     with np.errstate(invalid="ignore", over="ignore"):
+        # Shoelace and length per ring, relative to each ring's first vertex (no
+        # cancellation).
+        x = x - np.repeat(x[starts], np.diff(np.r_[starts, len(x)]))
+        y = y - np.repeat(y[starts], np.diff(np.r_[starts, len(y)]))
         cross = np.where(same, x[:-1] * y[1:] - x[1:] * y[:-1], 0.0)
         dx, dy = np.diff(x), np.diff(y)
         length = np.where(same, np.sqrt(dx * dx + dy * dy), 0.0)

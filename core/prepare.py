@@ -292,13 +292,16 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
     _drop(geoms, reason, no_polygon, "not_polygonal")
     _drop(geoms, reason, missing, "zero_area")  # nothing polygonal left after repair
     repaired = invalid | (type_id == COLLECTION)
+    step = densify_step(crs) if reproject else None
+    if step is not None:
+        _drop(geoms, reason, _beyond_the_earth(geoms, longest_edge, repaired, step),
+              "not_projectable")
     source = geoms.copy()
 
     if lonlat_area is not None:
         return _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs,
                              equal_area_crs, lonlat_area, name)
     if reproject:
-        step = densify_step(crs)
         dense = geoms
         if step is not None:
             # Only rows with an edge longer than the step change (repaired rows may have
@@ -593,6 +596,28 @@ def _has_non_finite(geoms: np.ndarray) -> np.ndarray:
     return _coordinate_checks(geoms)[0]
 
 
+#: An edge longer than this many 50 m steps (100,000 km: 2.5 times round the Earth) is on no
+#: map of the Earth.
+_MAX_EDGE_STEPS = 2_000_000
+
+
+def _beyond_the_earth(geoms, longest_edge, repaired, step: float) -> np.ndarray:
+    """Rows (bool, shape (n,)) with an edge longer than ``_MAX_EDGE_STEPS`` densify steps
+    (``step``, CRS units): their vertices lie far outside any projection's area, and cutting
+    such an edge into 50 m pieces would take billions of them (a 10¹² m edge in UTM stopped
+    the run: GEOS "Tolerance is too small compared to geometry length"). ``longest_edge``
+    (``_coordinate_checks``) is of the rows before repair; a repaired row's edges are bounded
+    by its box's diagonal instead."""
+    limit = _MAX_EDGE_STEPS * step
+    far = np.asarray(longest_edge, dtype=float) > limit
+    rows = np.flatnonzero(repaired & ~shapely.is_missing(geoms))
+    if len(rows):
+        box = shapely.bounds(geoms[rows])
+        with np.errstate(invalid="ignore", over="ignore"):
+            far[rows] |= np.hypot(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) > limit
+    return far
+
+
 def _coordinate_checks(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(non_finite, longest_edge)``, shape (n,) each: geometries with a NaN or infinite x or
     y coordinate, and an upper bound of each geometry's longest edge in its CRS units (the
@@ -650,8 +675,9 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
         bad = np.zeros(len(dense), dtype=bool)
         bad[row[~(np.isfinite(lon) & np.isfinite(lat))]] = True
         wrap = np.zeros(len(dense), dtype=bool)
-        wrap[row[np.abs(lon - center) > half_turn]] = True
-        jump = (np.abs(np.diff(lon)) > half_turn) & (row[1:] == row[:-1])
+        with np.errstate(invalid="ignore"):  # inf - inf of the bad rows' vertices
+            wrap[row[np.abs(lon - center) > half_turn]] = True
+            jump = (np.abs(np.diff(lon)) > half_turn) & (row[1:] == row[:-1])
         wrap[row[1:][jump]] = True
         wrap &= ~bad
         plain = ~(bad | wrap | shapely.is_missing(dense))

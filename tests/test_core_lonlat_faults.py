@@ -146,6 +146,25 @@ def test_coordinates_off_the_globe_are_dropped_and_counted(equal_area_crs):
         assert result.predicted.area_m2[0] == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.parametrize("equal_area_crs", ["EPSG:6933", "EPSG:3035"])
+def test_edges_longer_than_the_earth_in_a_projected_crs_are_dropped_and_counted(equal_area_crs):
+    """In UTM, a square of 10¹² m, a bow-tie across it (repaired first) and a field with one
+    vertex 10¹² m away stopped the run with GEOS's "Tolerance is too small compared to geometry
+    length" (their edges cut into 50 m pieces: 2·10¹⁰ of them); an edge of 10⁸ m (100,000 km)
+    also counts as no map's. They are dropped as not projectable; the field is scored."""
+    utm = pyproj.CRS("EPSG:32632")
+    field = shapely.box(500_000, 5_000_000, 500_300, 5_000_300)
+    bad = [shapely.box(0, 0, 1e12, 1e12),
+           shapely.Polygon([(0, 0), (1e12, 1e12), (1e12, 0), (0, 1e12)]),
+           shapely.Polygon([(500_000, 5_000_000), (1e12, 5_000_000), (500_300, 5_000_300),
+                            (500_000, 5_000_300)]),
+           shapely.box(500_000, 5_000_000, 500_000 + 1e8, 5_000_300)]
+    result = evaluate(bad + [field], [field], predicted_crs=utm, reference_crs=utm,
+                      equal_area_crs=equal_area_crs, boundary_tolerance_m=10.0)
+    assert list(result.predicted.drop_reason) == ["not_projectable"] * 4 + [""]
+    assert result.metrics["count_tp"] == 1 and result.metrics["iou_mean"] == 1.0
+
+
 @pytest.mark.parametrize("proj, field", [
     ("EPSG:8859", (-31, 64, -29, 65)),  # Equal Earth Asia-Pacific (150° E): its world ends at 30° W
     ("EPSG:5070", (-180, 80, 180, 90)),  # Conus Albers (96° W): a cap round the pole
