@@ -884,20 +884,20 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
 
 
 def _empty_layer_warnings(n_reference: int, n_predicted: int) -> list[str]:
-    """A warning (also logged) for each input layer without a single row: the run is scored
-    by the seed's empty-denominator rules, which say little about a model."""
-    messages = []
-    for name, n, rule in (
-        ("reference", n_reference, "every prediction is a false positive, recall is 0"),
-        ("predicted", n_predicted, "every reference field is a false negative, precision is 0"),
-    ):
-        if n == 0:
-            messages.append(
-                f"The {name} layer is empty (no features): {rule}"
-                + (" (with both layers empty, the rates are 1.0 by convention)"
-                   if n_reference == n_predicted == 0 else "")
-            )
-            logger.warning(messages[-1])
+    """A warning (also logged) for each input layer without a single row, or one for both
+    when both are: the run is scored by the seed's empty-denominator rules, which say little
+    about a model."""
+    if n_reference == n_predicted == 0:
+        messages = ["Both layers are empty (no features): nothing is scored; precision, recall "
+                    "and F1 are 1.0 by convention"]
+    else:
+        messages = [f"The {name} layer is empty (no features): {rule}" for name, n, rule in (
+            ("reference", n_reference, "every prediction is a false positive, recall is 0"),
+            ("predicted", n_predicted, "every reference field is a false negative, precision "
+                                       "is 0"),
+        ) if n == 0]
+    for message in messages:
+        logger.warning(message)
     return messages
 
 

@@ -222,6 +222,17 @@ def test_case8_both_layers_empty_or_all_invalid_give_rates_of_one():
         assert m["precision"] == m["recall"] == m["f1"] == 1.0
 
 
+def test_case8_both_layers_empty_say_so_once():
+    """Each empty layer said what its emptiness makes of the rates ("every prediction is a
+    false positive, recall is 0") even when both were empty and the rates are 1.0: one
+    message now says that."""
+    warnings = evaluate([], []).warnings
+    assert [w for w in warnings if "empty" in w] == [
+        "Both layers are empty (no features): nothing is scored; precision, recall and F1 are "
+        "1.0 by convention"]
+    assert any("predicted layer is empty" in w for w in evaluate([], [box(0, 0, 1, 1)]).warnings)
+
+
 def test_case8_one_layer_empty_gives_rates_of_zero():
     m = evaluate([box(0, 0, 1, 1)], []).metrics
     assert (m["count_tp"], m["count_fp"], m["count_fn"]) == (0, 1, 0)
