@@ -268,7 +268,7 @@ def _drawn(geometries, detail: float) -> np.ndarray:
     geoms = np.asarray(geometries, dtype=object).reshape(-1)
     parts, owner = shapely.get_parts(geoms, return_index=True)
     as_is = np.zeros(len(geoms), dtype=bool)
-    as_is[owner[shapely.get_type_id(parts) != 3]] = True
+    as_is[owner[shapely.get_type_id(parts) != shapely.GeometryType.POLYGON]] = True
     parts, owner = parts[~as_is[owner]], owner[~as_is[owner]]
     if len(parts) == 0:
         return geoms

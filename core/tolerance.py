@@ -450,13 +450,15 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
     segments are long against t (fields drawn by hand) are measured exactly as they are.
     """
     t = float(np.min(tols))
-    rest_a, whole_a = _certified_runs(a, b, t)
-    if rest_a is None:
+    if not (_worth_certifying(a, b, t) and (not both or _worth_certifying(b, a, t))):
         return _lengths_within_exact(a, b, tols, both, progress)
-    rest_b, whole_b = _certified_runs(b, a, t) if both else (None, None)
-    if both and rest_b is None:
+    seg_a, seg_b = _segments(a), _segments(b)
+    rest_a, whole_a, perimeter_a = _certified_runs(seg_a, seg_b, len(a), t)
+    rest_b, whole_b, perimeter_b = (_certified_runs(seg_b, seg_a, len(b), t) if both
+                                    else (None, None, np.zeros(len(b))))
+    del seg_a, seg_b
+    if rest_a is None or (both and rest_b is None):
         return _lengths_within_exact(a, b, tols, both, progress)
-    perimeter_a, perimeter_b = _perimeters(a), _perimeters(b) if both else np.zeros(len(b))
     within_a = _lengths_within_exact(rest_a, b, tols, False, progress)[0] + whole_a
     if both:
         within_b = _lengths_within_exact(rest_b, a, tols, False)[0] + whole_b
@@ -466,15 +468,11 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
             np.minimum(within_b, perimeter_b), perimeter_b)
 
 
-def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
-    """The boundaries of ``a`` without the runs certainly within ``tol`` of ``b``'s
-    boundaries (``_lengths_within``), as MultiLineStrings of their remaining segments (None
-    for none), and the length set aside per geometry of ``a``; ``(None, None)`` when fewer
-    than ``_CERTIFIED_SHARE`` of the segments would be set aside (nothing gained)."""
-    from scipy.spatial import cKDTree
-
-    # First from the geometries' mean segment lengths, without building segments (layers of
-    # long segments, fields drawn by hand, are let through at no cost).
+def _worth_certifying(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    """Whether ``_certified_runs`` may set much of ``a`` aside, told from the geometries'
+    mean segment lengths without building segments (layers of long segments, fields drawn
+    by hand, are let through at no cost), and whether both layers' pieces and points stay
+    within ``_CERTIFY_MAX_ITEMS``."""
     run_length = _RUN_TOLERANCES * tol
     with np.errstate(invalid="ignore", divide="ignore"):
         vertices = shapely.get_num_coordinates(a)
@@ -482,22 +480,33 @@ def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
         fine = length_a <= 2.0 * run_length * vertices
         items = (np.nansum(length_a) + np.nansum(shapely.length(b))) / run_length + (
             vertices.sum() + shapely.get_num_coordinates(b).sum())
-    if vertices[fine].sum() < _CERTIFIED_SHARE * vertices.sum() or not (
-            items <= _CERTIFY_MAX_ITEMS):
-        return None, None
-    x0, y0, x1, y1, owner = _segments(a)
-    bx0, by0, bx1, by1, _ = _segments(b)
+    return bool(vertices[fine].sum() >= _CERTIFIED_SHARE * vertices.sum()
+                and items <= _CERTIFY_MAX_ITEMS)
+
+
+def _certified_runs(seg_a, seg_b, n: int, tol: float):
+    """The boundaries of the n geometries of a layer (``seg_a``: their ``_segments``)
+    without the runs certainly within ``tol`` of the other layer's boundaries (``seg_b``),
+    as MultiLineStrings of their remaining segments (None for none); the length set aside
+    and the perimeter of each geometry, float arrays of shape (n,). ``(None, None,
+    perimeter)`` when fewer than ``_CERTIFIED_SHARE`` of the segments would be set aside
+    (nothing gained)."""
+    from scipy.spatial import cKDTree
+
+    run_length = _RUN_TOLERANCES * tol
+    x0, y0, x1, y1, owner = seg_a
+    bx0, by0, bx1, by1, _ = seg_b
+    perimeter = np.bincount(owner, weights=hypot(x1 - x0, y1 - y0), minlength=n)
     if len(x0) == 0 or len(bx0) == 0:
-        return None, None
+        return None, None, perimeter
     # Longer segments cut into pieces of at most the run length, so that they are certified
     # in parts too.
     x0, y0, x1, y1, parent, _ = split_segments(x0, y0, x1, y1, np.full(len(x0), run_length))
     owner = owner[parent]
-    n = len(x0)
     length = hypot(x1 - x0, y1 - y0)
     # Runs: consecutive pieces, each starting where the one before ends, cut where their
     # length along the boundary passes a multiple of the run length.
-    joined = np.zeros(n, dtype=bool)
+    joined = np.zeros(len(x0), dtype=bool)
     joined[1:] = (x0[1:] == x1[:-1]) & (y0[1:] == y1[:-1])
     band = np.floor((np.cumsum(length) - length) / run_length)
     joined[1:] &= band[1:] == band[:-1]
@@ -511,22 +520,17 @@ def _certified_runs(a: np.ndarray, b: np.ndarray, tol: float):
     near, _ = tree.query(np.column_stack([x0[first], y0[first]]), k=1,
                          distance_upper_bound=tol)
     set_aside = (near + rho <= tol * (1 - 1e-12))[run]
-    if set_aside.sum() < _CERTIFIED_SHARE * n:
-        return None, None
+    if set_aside.sum() < _CERTIFIED_SHARE * len(set_aside):
+        return None, None, perimeter
     kept = np.flatnonzero(~set_aside)
-    rest = np.full(len(a), None, dtype=object)
+    rest = np.full(n, None, dtype=object)
     if len(kept):
         lines = shapely.linestrings(np.stack([np.column_stack([x0[kept], y0[kept]]),
                                               np.column_stack([x1[kept], y1[kept]])], axis=1))
         present, at = np.unique(owner[kept], return_inverse=True)
         rest[present] = shapely.multilinestrings(lines, indices=at)
-    return rest, np.bincount(owner[set_aside], weights=length[set_aside], minlength=len(a))
-
-
-def _perimeters(geometries: np.ndarray) -> np.ndarray:
-    """Boundary length of each geometry, the sum of its ``_segments``."""
-    x0, y0, x1, y1, owner = _segments(geometries)
-    return np.bincount(owner, weights=hypot(x1 - x0, y1 - y0), minlength=len(geometries))
+    whole = np.bincount(owner[set_aside], weights=length[set_aside], minlength=n)
+    return rest, whole, perimeter
 
 
 def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool,
