@@ -126,9 +126,7 @@ def report_units(metrics: dict) -> dict:
                 "distances_in": "the layers' planar coordinates (both layers have no CRS)"}
     return {"planar": False, "length": "m", "length_words": "metres", "area": "m²",
             "area_ha": "ha", "areas_in": str(metrics.get("equal_area_crs")),
-            "distances_in": "the WGS 84 / UTM zone of its reference field (a pair wider than a "
-                            "zone or beyond ±80°: a scale-corrected conformal CRS, named in "
-                            "the per-field table's distance_crs)"}
+            "distances_in": "the WGS 84 / UTM zone of its reference field"}
 
 
 def worst_panel_title(identifier, best_iou: float, width: int = 22) -> str:
