@@ -1,6 +1,6 @@
 """Peak memory and time of the boundary-distance stage for one matched pair.
 
-For each case one subprocess builds the pair, then runs ``core.boundary.pair_boundary_distances``
+For each case one subprocess builds the pair, then runs ``core.boundary.distances.pair_boundary_distances``
 (Hausdorff and mean boundary distance, Δ = 1 m) and reports the peak of numpy's allocations
 during the stage (tracemalloc), the growth of the process's peak resident set (ru_maxrss) over
 what it was before the stage, and the wall time. Cases:
@@ -91,10 +91,10 @@ def make_pair(shape: str, n: int):
 
 def measure(shape: str, n: int, tolerance_m: float = 0.0) -> dict:
     """The boundary distances of the pair (or with ``tolerance_m`` > 0 the lengths of both
-    boundaries within it of the other, ``core.tolerance``), measured."""
+    boundaries within it of the other, ``core.boundary.tolerance``), measured."""
     sys.path.insert(0, ROOT)
-    from core.boundary import pair_boundary_distances
-    from core.tolerance import boundary_within_tolerance
+    from core.boundary.distances import pair_boundary_distances
+    from core.boundary.tolerance import boundary_within_tolerance
 
     ref, pred = make_pair(shape, n)
     vertices = int(shapely.get_num_coordinates(ref) + shapely.get_num_coordinates(pred))

@@ -33,7 +33,7 @@ def main(argv=None):
 
     import_plugin_package()
     from iou_evaluation.core import evaluate
-    from iou_evaluation.core.progress import EvaluationCanceled, Progress
+    from iou_evaluation.core.util.progress import EvaluationCanceled, Progress
 
     class CancelAt(Progress):
         """Asks to cancel ``after_s`` seconds after it was made; records the stage then."""

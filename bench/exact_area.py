@@ -1,4 +1,4 @@
-"""Exact longitude/latitude areas (``core/exact_area.py``) against the chords of 50 m and
+"""Exact longitude/latitude areas (``core/geometry/exact_area.py``) against the chords of 50 m and
 25 m pieces, on a bench GeoPackage in a geographic CRS, as JSON on stdout.
 
     .venv/bin/python bench/exact_area.py bench/data/real_counties.gpkg [--no-25m]
@@ -34,11 +34,11 @@ def main(argv=None):
     import worker_core
 
     worker_core.import_plugin_package()
-    from iou_evaluation.core import crs as crs_module
-    from iou_evaluation.core import prepare as prepare_module
-    from iou_evaluation.core.crs import DEFAULT_EQUAL_AREA_CRS, resolve_crs
-    from iou_evaluation.core.exact_area import lonlat_area_for
-    from iou_evaluation.core.overlap import intersection_area, iou_from_areas, overlap_pairs
+    from iou_evaluation.core.geometry import crs as crs_module
+    from iou_evaluation.core.geometry import prepare as prepare_module
+    from iou_evaluation.core.geometry.crs import DEFAULT_EQUAL_AREA_CRS, resolve_crs
+    from iou_evaluation.core.geometry.exact_area import lonlat_area_for
+    from iou_evaluation.core.pairs.overlap import intersection_area, iou_from_areas, overlap_pairs
 
     ea = resolve_crs(DEFAULT_EQUAL_AREA_CRS, "equal_area_crs")
     layers = {}

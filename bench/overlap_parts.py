@@ -1,4 +1,4 @@
-"""CPU seconds of each step of ``core.overlap.overlap_pairs`` on one thread, as JSON on stdout.
+"""CPU seconds of each step of ``core.pairs.overlap.overlap_pairs`` on one thread, as JSON on stdout.
 
     .venv/bin/python bench/overlap_parts.py bench/data/shared_50k_seed0.gpkg
 
@@ -32,8 +32,8 @@ def main(argv=None):
     import worker_core
 
     worker_core.import_plugin_package()
-    from iou_evaluation.core.crs import evaluation_crs, resolve_crs
-    from iou_evaluation.core.prepare import prepare_layer
+    from iou_evaluation.core.geometry.crs import evaluation_crs, resolve_crs
+    from iou_evaluation.core.geometry.prepare import prepare_layer
 
     layers = []
     for name in ("reference", "predicted"):

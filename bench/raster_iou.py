@@ -1,4 +1,4 @@
-"""Peak memory and time of core.raster_confusion on a large label-raster pair.
+"""Peak memory and time of core.classmaps.rasters on a large label-raster pair.
 
     .venv/bin/python bench/raster_iou.py --size 20000 --folder /tmp/raster_bench
 
@@ -38,8 +38,8 @@ spec = importlib.util.spec_from_file_location(
 module = importlib.util.module_from_spec(spec)
 sys.modules["iou_evaluation"] = module
 spec.loader.exec_module(module)
-from iou_evaluation.core.raster_confusion import open_band, raster_confusion
-from iou_evaluation.core.confusion import class_metrics
+from iou_evaluation.core.classmaps.rasters import open_band, raster_confusion
+from iou_evaluation.core.classmaps.confusion import class_metrics
 p = open_band({predicted!r}, 1, "PREDICTED")
 r = open_band({reference!r}, 1, "REFERENCE")
 def status(key):

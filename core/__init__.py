@@ -1,9 +1,25 @@
 """IoU Evaluation core: object-level evaluation of predicted against reference polygons.
 
 Pure Python on shapely >= 2.1, pyproj and numpy; it never imports qgis.
+
+Concept packages, each importing only packages before it in this order:
+
+    util        checks, progress and cancellation, threads, memory, allocator, wording
+    geometry    CRSs, segments, exact lon/lat areas, densification, preparation, dissolve, pixels
+    pairs       candidate pairs and IoU, overlap bounds, pair metrics, pair table, footprints,
+                study area
+    matching    matching rules, summary metrics, grouping, labels, detection, threshold sweep,
+                average precision
+    boundary    boundary distances, tolerance lengths, wide pairs, the boundary F1 curve
+    evaluation  evaluate, compare
+    text        model text, spatial match
+    classmaps   confusion matrices of label rasters and categorised polygons
+    reports     report data, HTML, figures, reproduce, definitions, each algorithm's report,
+                release thresholds (never imported by an evaluation: matplotlib and jinja2
+                stay out of it)
 """
 
-from .evaluate import Evaluation, evaluate
-from .progress import EvaluationCanceled, Progress
+from .evaluation.evaluate import Evaluation, evaluate
+from .util.progress import EvaluationCanceled, Progress
 
 __all__ = ["Evaluation", "EvaluationCanceled", "Progress", "evaluate"]

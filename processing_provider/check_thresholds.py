@@ -1,6 +1,6 @@
 """Processing algorithm ioueval:checkthresholds: conditions on a JSON report that fail the run
 when one does not hold (a release gate in a model or a qgis_process batch file); an adapter
-over core.thresholds."""
+over core.reports.thresholds."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.thresholds import check_conditions, failure_message, parse_conditions
+from ..core.reports.thresholds import check_conditions, failure_message, parse_conditions
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY
 from .parameters import advanced, requested, table_sink, with_help

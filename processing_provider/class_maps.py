@@ -13,8 +13,8 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.class_map_html import render_class_map_html
-from ..core.report import to_json_text
+from ..core.reports.class_map_html import render_class_map_html
+from ..core.reports.data import to_json_text
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
 from .parameters import requested

@@ -10,10 +10,10 @@ from qgis.core import (
     QgsProcessingParameterField,
 )
 
-from ..core.class_map_polygons import polygon_class_confusion
-from ..core.class_map_report import build_class_map_report
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS
-from ..core.progress import EvaluationCanceled
+from ..core.classmaps.polygons import polygon_class_confusion
+from ..core.reports.class_map import build_class_map_report
+from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .compat import VECTOR_POLYGON

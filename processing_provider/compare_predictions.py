@@ -1,6 +1,6 @@
 """Processing algorithm ioueval:comparepredictions: several predicted layers against one
 reference, side by side, with paired bootstrap intervals of the differences; an adapter over
-core.compare."""
+core.evaluation.compare."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
-from ..core.checks import check_threshold
-from ..core.compare import COMPARED_KEYS, compare_predictions, comparison_report
-from ..core.grouping import parse_size_bins
-from ..core.matching import MATCHING_METHODS
-from ..core.report import to_json_text
-from ..core.report_compare import render_comparison_html
+from ..core.util.checks import check_threshold
+from ..core.evaluation.compare import COMPARED_KEYS, compare_predictions, comparison_report
+from ..core.matching.grouping import parse_size_bins
+from ..core.matching.rules import MATCHING_METHODS
+from ..core.reports.data import to_json_text
+from ..core.reports.compare import render_comparison_html
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, VECTOR_POLYGON
 from .layers import forward_core_log, qgis_values, read_source

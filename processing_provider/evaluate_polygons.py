@@ -20,13 +20,13 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled, evaluate
-from ..core.grouping import parse_size_bins
-from ..core.labels import ancestors_from_taxonomy
-from ..core.matching import MATCHING_METHODS
-from ..core.boundary_curve import TOLERANCE_MULTIPLES
-from ..core.memory import InsufficientMemoryError
-from ..core.report import build_report, to_json_text
-from ..core.report_evaluate import render_evaluation_html, report_extras
+from ..core.matching.grouping import parse_size_bins
+from ..core.matching.labels import ancestors_from_taxonomy
+from ..core.matching.rules import MATCHING_METHODS
+from ..core.boundary.curve import TOLERANCE_MULTIPLES
+from ..core.util.memory import InsufficientMemoryError
+from ..core.reports.data import build_report, to_json_text
+from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
 from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
 from .file_sync import sync_files, unsynced_sqlite

@@ -13,7 +13,7 @@ from qgis.core import (
     QgsProcessingParameterField,
 )
 
-from ..core.model_text import COORDINATE_FORMATS
+from ..core.text.model_text import COORDINATE_FORMATS
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"

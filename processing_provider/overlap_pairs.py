@@ -1,5 +1,5 @@
 """Processing algorithm ioueval:overlappairs: every overlapping pair with its areas and
-scores, an adapter over core.pair_table."""
+scores, an adapter over core.pairs.pair_table."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS
-from ..core.pair_table import overlap_pair_table
+from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.pairs.pair_table import overlap_pair_table
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, VECTOR_POLYGON
 from .layers import feature_batches, forward_core_log, qgis_values, read_source

@@ -19,7 +19,7 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from .compat import ADVANCED, TABLE, VECTOR_POLYGON
 from .layers import crs_for_pyproj
 
@@ -102,7 +102,7 @@ def iou_threshold_parameter(tr, name: str = "IOU_THRESHOLD"):
 
 
 def matching_parameter(tr, name: str = "MATCHING"):
-    """The matching rule: an index into core.matching.MATCHING_METHODS (default 0)."""
+    """The matching rule: an index into core.matching.rules.MATCHING_METHODS (default 0)."""
     return with_help(
         QgsProcessingParameterEnum(
             name,
@@ -187,7 +187,7 @@ def strata_field_parameter(tr, name: str = "STRATA_FIELD", parent: str = "REFERE
 
 
 def size_bins_parameter(tr, name: str = "SIZE_BINS"):
-    """Size classes in ha (core.grouping.parse_size_bins reads the text)."""
+    """Size classes in ha (core.matching.grouping.parse_size_bins reads the text)."""
     return with_help(
         QgsProcessingParameterString(
             name,

@@ -1,5 +1,5 @@
 """Processing algorithm ioueval:parsemodeloutput: geometries from a table of model answers,
-an adapter over core.model_text.answer_tables."""
+an adapter over core.text.model_text.answer_tables."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
-from ..core.wording import count_of
-from ..core.progress import EvaluationCanceled
+from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from ..core.util.wording import count_of
+from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (

@@ -17,8 +17,8 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.crs import DEFAULT_EQUAL_AREA_CRS
-from ..core.pixels import pixels_per_field
+from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.geometry.pixels import pixels_per_field
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .parameters import add_missing_help

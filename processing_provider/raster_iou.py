@@ -15,9 +15,9 @@ from qgis.core import (
     QgsRasterLayer,
 )
 
-from ..core.class_map_report import build_class_map_report
-from ..core.progress import EvaluationCanceled
-from ..core.raster_confusion import (
+from ..core.reports.class_map import build_class_map_report
+from ..core.util.progress import EvaluationCanceled
+from ..core.classmaps.rasters import (
     inputs_left_untouched,
     open_band,
     raster_confusion,

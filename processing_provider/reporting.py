@@ -14,8 +14,8 @@ from qgis.core import (
     QgsProviderRegistry,
 )
 
-from ..core.report import library_versions, write_atomically
-from ..core.report_html import utc_now
+from ..core.reports.data import library_versions, write_atomically
+from ..core.reports.html import utc_now
 from .compat import QGIS_VERSION
 from .metadata import plugin_version
 from .parameters import requested
@@ -51,7 +51,7 @@ def plain_parameters(algorithm, parameters, context) -> dict:
     """{NAME: plain value} of every parameter, in declaration order: those given, and the
     defaults of the others (so a later version's defaults cannot change a rerun); layers as
     their sources, CRSs as auth ids, output destinations as paths (those given only). For
-    core.reproduce."""
+    core.reports.reproduce."""
     plain = {}
     for definition in algorithm.parameterDefinitions():
         name = definition.name()

@@ -1,5 +1,5 @@
 """Processing algorithm ioueval:spatialiou: IoU, Dice, GIoU and DIoU of two layers'
-footprints, an adapter over core.footprint."""
+footprints, an adapter over core.pairs.footprint."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
-from ..core.footprint import footprint_iou
+from ..core.pairs.footprint import footprint_iou
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY
 from .layers import forward_core_log, qgis_values, read_source
@@ -246,7 +246,7 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
 
     def _id_qfield(self, sources, id_field):
         """The id column: the reference field's definition when both layers' fields have
-        the same type, else text (ids then match by value, see core.footprint.id_key)."""
+        the same type, else text (ids then match by value, see core.pairs.footprint.id_key)."""
         if not id_field:
             return QgsField("id", QVariant.String)
         reference = sources[self.REFERENCE].fields()

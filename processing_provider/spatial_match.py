@@ -1,5 +1,5 @@
 """Processing algorithm ioueval:spatialmatch: model answers scored row by row against expected
-geometries, an adapter over core.spatial_match."""
+geometries, an adapter over core.text.spatial_match."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ..core.report import to_json_text
-from ..core.spatial_match import ROW_COLUMNS, spatial_match
-from ..core.spatial_match_report import build_report, render_html
-from ..core.progress import EvaluationCanceled
+from ..core.reports.data import to_json_text
+from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
+from ..core.reports.spatial_match import build_report, render_html
+from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, NO_GEOMETRY, TABLE

@@ -1,5 +1,5 @@
 """The STUDY_AREA and STUDY_AREA_RULE parameters of ioueval:evaluatepolygons: their
-declarations, their check, and the selection of both layers' rows (core.study_area)."""
+declarations, their check, and the selection of both layers' rows (core.pairs.study_area)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 
 from qgis.core import QgsProcessingParameterEnum, QgsProcessingParameterFeatureSource
 
-from ..core.study_area import STUDY_AREA_RULES, select_in_study_area, study_area_footprint
+from ..core.pairs.study_area import STUDY_AREA_RULES, select_in_study_area, study_area_footprint
 from .compat import VECTOR_POLYGON
 from .layers import read_source
 from .parameters import with_help

@@ -6,7 +6,7 @@ import os
 
 from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
 
-from ..core.crs import resolve_equal_area_crs
+from ..core.geometry.crs import resolve_equal_area_crs
 from ..plugin.dependencies import DEPENDENCIES, dependency_problems
 from .parameters import equal_area_crs_value
 

@@ -1,4 +1,4 @@
-"""core.allocator: glibc's allocator is set while evaluations run, and handed back after."""
+"""core.util.allocator: glibc's allocator is set while evaluations run, and handed back after."""
 
 import platform
 import threading
@@ -6,7 +6,8 @@ import threading
 import pytest
 import shapely
 
-from iou_evaluation.core import allocator, evaluate
+from iou_evaluation.core import evaluate
+from iou_evaluation.core.util import allocator
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 MIB = 1 << 20

@@ -10,8 +10,8 @@ import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iou_evaluation.core.average_precision import average_precision
-from iou_evaluation.core.labels import ancestors_from_taxonomy
+from iou_evaluation.core.matching.average_precision import average_precision
+from iou_evaluation.core.matching.labels import ancestors_from_taxonomy
 
 box = shapely.box
 COCO_DATA = Path(__file__).resolve().parent / "data" / "coco_val2014_100"

@@ -14,7 +14,7 @@ import pytest
 import shapely
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from iou_evaluation.core.boundary import (
+from iou_evaluation.core.boundary.distances import (
     centroid_utm_epsg,
     matched_distances_in_utm,
     pair_boundary_distances,
@@ -22,11 +22,11 @@ from iou_evaluation.core.boundary import (
     utm_epsg_codes,
     zoned_layer,
 )
-from iou_evaluation.core.crs import to_crs
-from iou_evaluation.core.prepare import prepare_layer
-from iou_evaluation.core import tolerance
-from iou_evaluation.core.progress import EvaluationCanceled
-from iou_evaluation.core.tolerance import boundary_within_tolerance, tolerance_lengths_in_utm
+from iou_evaluation.core.geometry.crs import to_crs
+from iou_evaluation.core.geometry.prepare import prepare_layer
+from iou_evaluation.core.boundary import tolerance
+from iou_evaluation.core.util.progress import EvaluationCanceled
+from iou_evaluation.core.boundary.tolerance import boundary_within_tolerance, tolerance_lengths_in_utm
 
 WGS84 = pyproj.CRS("EPSG:4326")
 EASE = pyproj.CRS("EPSG:6933")
@@ -514,7 +514,7 @@ def test_piece_through_a_vertex_of_the_other_boundary_is_exact():
 
 
 def test_pair_distances_report_progress_and_can_be_canceled(monkeypatch):
-    monkeypatch.setattr("iou_evaluation.core.boundary._CHUNK_VERTICES", 40)  # several chunks
+    monkeypatch.setattr("iou_evaluation.core.boundary.distances._CHUNK_VERTICES", 40)  # several chunks
     a = np.array([shapely.box(20 * i, 0, 20 * i + 18, 18) for i in range(30)], dtype=object)
     b = np.array([shapely.box(20 * i + 1, 0, 20 * i + 18, 17) for i in range(30)], dtype=object)
     seen = []
@@ -538,7 +538,7 @@ def test_spans_of_short_pieces_give_what_each_piece_searched_alone_gives(monkeyp
     # span of pieces along a segment and handed to the pieces (boundary._span_candidates).
     # The same distances as when every piece is its own span (searched alone), and some
     # pieces are not sure from their span and searched alone (the second path is run).
-    from iou_evaluation.core import boundary
+    from iou_evaluation.core.boundary import distances as boundary
 
     rng = np.random.default_rng(7)
     angles = np.sort(rng.uniform(0, 2 * np.pi, 40))

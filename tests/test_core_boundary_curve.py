@@ -9,10 +9,10 @@ the two-squares-3-m-apart formula worked out by hand there.
 import numpy as np
 import pytest
 import shapely
-from iou_evaluation.core import boundary_curve
-from iou_evaluation.core.boundary import zoned_layer
-from iou_evaluation.core.boundary_curve import _sampled_side, boundary_f1_by_tolerance
-from iou_evaluation.core.tolerance import tolerance_lengths_in_utm_at
+from iou_evaluation.core.boundary import curve as boundary_curve
+from iou_evaluation.core.boundary.distances import zoned_layer
+from iou_evaluation.core.boundary.curve import _sampled_side, boundary_f1_by_tolerance
+from iou_evaluation.core.boundary.tolerance import tolerance_lengths_in_utm_at
 
 TOLERANCES = [2.0, 3.0, 4.0, 6.0, 8.0]
 

@@ -16,8 +16,8 @@ from conftest import plugin_script
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iou_evaluation.core import boundary
-from iou_evaluation.core.boundary import pair_boundary_distances, simplified_boundaries
+from iou_evaluation.core.boundary import distances as boundary
+from iou_evaluation.core.boundary.distances import pair_boundary_distances, simplified_boundaries
 
 
 
@@ -43,7 +43,7 @@ def test_simplifying_a_comb_of_20000_vertices_fits_a_small_thread_stack():
         import numpy as np, shapely
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_core_boundary_fuzz import comb_ring
-        from iou_evaluation.core.boundary import simplified_boundaries
+        from iou_evaluation.core.boundary.distances import simplified_boundaries
         ring = comb_ring(5_000)
         threading.stack_size(512 * 1024)
         out = []
@@ -102,7 +102,7 @@ def test_memory_check_counts_the_candidate_rows_of_a_pair(monkeypatch):
     available the check let it run. It now counts the rows the pair can gather (fewer than
     n², 200 bytes each, up to the 256 MB budget) and stops before the work; two 100-gons
     (40,000 rows at most: 8 MB) still run."""
-    from iou_evaluation.core.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
+    from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
 
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "32")
     ref, pred = disc_with_central_hole(500, 500)
@@ -121,7 +121,7 @@ def test_memory_check_counts_the_candidate_rows_of_a_pair(monkeypatch):
 def search_work(monkeypatch):
     """Count the work of the candidate search: segments gathered from the grid, and rows of
     cells scanned (both grow with the pieces times what their search boxes cover)."""
-    from iou_evaluation.core.segments import SegmentGrid
+    from iou_evaluation.core.geometry.segments import SegmentGrid
 
     work = {"gathered": 0, "scanned": 0}
     query, scanned = SegmentGrid.query, SegmentGrid._scanned
@@ -242,7 +242,7 @@ def test_a_spiky_pair_stays_within_the_working_budget():
 
 def tolerance_pairs(monkeypatch):
     """Count the pairs of boundary pieces the tolerance stage solves."""
-    from iou_evaluation.core import tolerance
+    from iou_evaluation.core.boundary import tolerance
 
     solved = [0]
     block = tolerance._pair_block
@@ -266,7 +266,7 @@ def small_fine_staircases(side):
 def test_a_field_narrower_than_the_tolerance_is_within_it_all_along():
     """Both outlines lie within 10 m of each other everywhere (the fields are 2.5 m wide):
     the lengths within the tolerance are the perimeters (shapely's lengths)."""
-    from iou_evaluation.core.tolerance import boundary_within_tolerance
+    from iou_evaluation.core.boundary.tolerance import boundary_within_tolerance
 
     a, b = small_fine_staircases(2.5)
     within, perimeter = boundary_within_tolerance(np.array([a]), np.array([b]), 10.0)
@@ -284,7 +284,7 @@ def test_lengths_within_the_tolerance_cost_work_linear_in_the_vertices(monkeypat
     are now set aside before the pairs are solved (``tolerance._lengths_within``): none is
     left to solve here, and the lengths are the perimeters."""
     solved = tolerance_pairs(monkeypatch)
-    from iou_evaluation.core.tolerance import boundary_within_tolerance
+    from iou_evaluation.core.boundary.tolerance import boundary_within_tolerance
 
     counts = []
     for side in (1.25, 2.5):
@@ -304,7 +304,7 @@ def test_setting_certain_runs_aside_changes_no_length(seed, tolerance, noise):
     every pair (the runs' test only ever takes what is within the tolerance), both ways, at
     several tolerances at once: a finely cut noisy ring against a turned and moved copy, and
     a far copy with nothing near it."""
-    from iou_evaluation.core import tolerance as stage
+    from iou_evaluation.core.boundary import tolerance as stage
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(200, 2_000))

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from conftest import plugin_script
 import shapely
-from iou_evaluation.core import boundary
-from iou_evaluation.core.boundary import pair_boundary_distances, simplified_boundaries
-from iou_evaluation.core.memory import (
+from iou_evaluation.core.boundary import distances as boundary
+from iou_evaluation.core.boundary.distances import pair_boundary_distances, simplified_boundaries
+from iou_evaluation.core.util.memory import (
     MEMORY_LIMIT_ENV,
     InsufficientMemoryError,
     available_bytes,
@@ -93,7 +93,7 @@ def test_million_gon_pair_gives_the_analytic_values_within_1_gb():
     script = plugin_script("""
         import json, resource
         import numpy as np, shapely
-        from iou_evaluation.core.evaluate import evaluate
+        from iou_evaluation.core.evaluation.evaluate import evaluate
         t = 2 * np.pi * np.arange(1_000_000) / 1_000_000
         ref = shapely.Polygon(np.column_stack([1000 * np.cos(t), 1000 * np.sin(t)]))
         pred = shapely.Polygon(np.column_stack([100 + 1000 * np.cos(t), 1000 * np.sin(t)]))
@@ -190,7 +190,7 @@ def test_pairs_in_small_units_are_simplified_and_linear(monkeypatch):
     vertices gather at most about ten times the candidate rows, and the values stay within
     2ε (ε = perimeter / 32,000 ≈ 3e-7) of ``circle_square_values``: tighter than the Δ/2
     bound, since the pieces here have few candidates and are done exactly."""
-    from iou_evaluation.core.segments import SegmentGrid
+    from iou_evaluation.core.geometry.segments import SegmentGrid
 
     gathered = [0]
     query = SegmentGrid.query
@@ -252,7 +252,7 @@ def test_memory_check_passes_within_the_budget(monkeypatch):
 
 
 def test_evaluate_names_the_stage_and_the_rows(monkeypatch):
-    from iou_evaluation.core.evaluate import evaluate
+    from iou_evaluation.core.evaluation.evaluate import evaluate
 
     monkeypatch.setattr(boundary, "_BYTES_PER_VERTEX", 1 << 40)
     square = shapely.box(0, 0, 10, 10)
@@ -264,7 +264,7 @@ def test_evaluate_names_the_stage_and_the_rows(monkeypatch):
 def test_tolerance_lengths_do_not_depend_on_the_candidate_budget(monkeypatch):
     """Candidates counted and gathered in small batches give the same lengths (the batches
     only bound the memory)."""
-    from iou_evaluation.core import tolerance
+    from iou_evaluation.core.boundary import tolerance
 
     a = np.array([regular_polygon(3_000, 1000.0), shapely.box(0, 0, 50, 50)])
     b = np.array([regular_polygon(2_000, 1000.0, 3.0), shapely.box(0.5, 0.2, 50, 49)])
@@ -275,7 +275,7 @@ def test_tolerance_lengths_do_not_depend_on_the_candidate_budget(monkeypatch):
 
 
 def test_tolerance_memory_check_names_the_stage(monkeypatch):
-    from iou_evaluation.core import tolerance
+    from iou_evaluation.core.boundary import tolerance
 
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "0.001")
     with pytest.raises(InsufficientMemoryError, match="boundary lengths within the tolerance: "
@@ -324,8 +324,8 @@ def test_tolerance_memory_check_counts_every_tolerance(monkeypatch):
     """Several tolerances at once keep intervals per tolerance: the estimate of one tile grows
     by _BYTES_PER_VERTEX_PER_EXTRA_TOLERANCE per vertex for each tolerance beyond the first.
     Two boxes: 5 + 5 = 10 coordinates, one tile, so 4 extra tolerances add 4 * 64 * 10."""
-    from iou_evaluation.core import tolerance
-    from iou_evaluation.core.boundary import ZonedLayer
+    from iou_evaluation.core.boundary import tolerance
+    from iou_evaluation.core.boundary.distances import ZonedLayer
 
     seen = []
     monkeypatch.setattr(tolerance, "check_memory",
@@ -346,8 +346,8 @@ def test_several_tolerances_in_small_candidate_batches(monkeypatch):
     y, 100 - y from b's bottom and top: 2t when t < 3; its top and bottom: 97 on b's plus
     min(t, 3) nearer than t to b's corner. So 2t + 2 (97 + t) = 198 at t = 1, 202 at t = 2,
     the whole 400 at t = 5; b against a likewise, by symmetry."""
-    from iou_evaluation.core import tolerance
-    from iou_evaluation.core.boundary import ZonedLayer
+    from iou_evaluation.core.boundary import tolerance
+    from iou_evaluation.core.boundary.distances import ZonedLayer
 
     monkeypatch.setattr(tolerance, "_CANDIDATE_BUDGET", 1)
     a, b = np.array([shapely.box(0, 0, 100, 100)]), np.array([shapely.box(3, 0, 103, 100)])

@@ -5,9 +5,9 @@ import re
 
 import numpy as np
 
-from iou_evaluation.core.class_map_html import render_class_map_html
-from iou_evaluation.core.class_map_report import build_class_map_report
-from iou_evaluation.core.confusion import ClassTable
+from iou_evaluation.core.reports.class_map_html import render_class_map_html
+from iou_evaluation.core.reports.class_map import build_class_map_report
+from iou_evaluation.core.classmaps.confusion import ClassTable
 
 
 def _svg_texts(html: str, figure_id: str) -> list:

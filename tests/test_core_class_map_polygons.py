@@ -1,14 +1,14 @@
-"""core.class_map_polygons: exact class-map confusion of two categorised polygon layers."""
+"""core.classmaps.polygons: exact class-map confusion of two categorised polygon layers."""
 
 import numpy as np
 import pytest
 import shapely
 from test_core_raster_confusion import write_raster
 
-from iou_evaluation.core.class_map_polygons import polygon_class_confusion
-from iou_evaluation.core.class_map_report import build_class_map_report
-from iou_evaluation.core.confusion import class_metrics
-from iou_evaluation.core.raster_confusion import open_band, raster_confusion
+from iou_evaluation.core.classmaps.polygons import polygon_class_confusion
+from iou_evaluation.core.reports.class_map import build_class_map_report
+from iou_evaluation.core.classmaps.confusion import class_metrics
+from iou_evaluation.core.classmaps.rasters import open_band, raster_confusion
 
 
 def test_overlap_of_extents_by_default_study_area_when_given():

@@ -1,11 +1,11 @@
-"""core.compare: layers side by side and paired bootstrap intervals of their differences."""
+"""core.evaluation.compare: layers side by side and paired bootstrap intervals of their differences."""
 
 import numpy as np
 import pytest
 from shapely.geometry import box
 
-from iou_evaluation.core.compare import compare_predictions
-from iou_evaluation.core.grouping import bootstrap_weights
+from iou_evaluation.core.evaluation.compare import compare_predictions
+from iou_evaluation.core.matching.grouping import bootstrap_weights
 
 # 100 reference squares of 10 x 10 in a row (planar units).
 REFERENCE = [box(20 * k, 0, 20 * k + 10, 10) for k in range(100)]
@@ -78,9 +78,9 @@ def test_programmer_errors():
 
 
 def test_release_thresholds_read_the_comparison_report():
-    from iou_evaluation.core.compare import comparison_report
-    from iou_evaluation.core.report import to_json_text
-    from iou_evaluation.core.thresholds import check_conditions
+    from iou_evaluation.core.evaluation.compare import comparison_report
+    from iou_evaluation.core.reports.data import to_json_text
+    from iou_evaluation.core.reports.thresholds import check_conditions
     import json
 
     comparison = compare_predictions([FIRST, SECOND], REFERENCE, names=["a", "b"], bootstrap=50)

@@ -1,11 +1,11 @@
-"""core.confusion: the class-map confusion matrix and its per-class metrics."""
+"""core.classmaps.confusion: the class-map confusion matrix and its per-class metrics."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iou_evaluation.core.confusion import (
+from iou_evaluation.core.classmaps.confusion import (
     ClassTable,
     accumulate,
     class_metrics,

@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 import pyproj
-from iou_evaluation.core.crs import transformer
+from iou_evaluation.core.geometry.crs import transformer
 
 
 def test_a_thread_gets_the_same_transformer_for_the_same_crss():

@@ -1,4 +1,4 @@
-"""Adaptive densification (core/densify.py) against splitting every edge into 50 m pieces.
+"""Adaptive densification (core/geometry/densify.py) against splitting every edge into 50 m pieces.
 
 The reference values come from the old construction itself, rebuilt here from shapely and
 pyproj directly (segmentize every edge at 50 m in the source CRS, reproject vertex by vertex),
@@ -13,14 +13,14 @@ import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iou_evaluation.core.crs import densify_step
-from iou_evaluation.core.densify import (
+from iou_evaluation.core.geometry.crs import densify_step
+from iou_evaluation.core.geometry.densify import (
     MAX_GRID_PIECES,
     RELATIVE_AREA_ERROR,
     Projector,
     densify_adaptive,
 )
-from iou_evaluation.core.prepare import (
+from iou_evaluation.core.geometry.prepare import (
     _to_equal_area,
     prepare_layer,
     split_at_antimeridian,

@@ -1,5 +1,5 @@
 """Exact areas of longitude/latitude polygons in a cylindrical equal-area CRS
-(core/exact_area.py) and the preparation path that uses them.
+(core/geometry/exact_area.py) and the preparation path that uses them.
 
 Expected values come from elsewhere: PROJ's projection of a box's corners (a meridian/parallel
 box is a rectangle in the projection), the WGS 84 ellipsoid's surface area, the sphere's
@@ -16,9 +16,9 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.exact_area import LonLatArea, lonlat_area_for
-from iou_evaluation.core.overlap import overlap_pairs
-from iou_evaluation.core.prepare import prepare_layer
+from iou_evaluation.core.geometry.exact_area import LonLatArea, lonlat_area_for
+from iou_evaluation.core.pairs.overlap import overlap_pairs
+from iou_evaluation.core.geometry.prepare import prepare_layer
 
 EA = pyproj.CRS("EPSG:6933")
 WGS84 = pyproj.CRS("EPSG:4326")

@@ -1,4 +1,4 @@
-"""core.footprint: footprint IoU of two layers (dissolved, and per shared id).
+"""core.pairs.footprint: footprint IoU of two layers (dissolved, and per shared id).
 
 The first four tests are the spatial IoU guide's own (../shared/seeds/spatial_iou_guide.txt),
 with the values worked out by hand where the guide only asks for a range.
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Polygon, box
 
-from iou_evaluation.core.footprint import footprint_iou, id_key
-from iou_evaluation.core.pair_metrics import spatial_pair_metrics
+from iou_evaluation.core.pairs.footprint import footprint_iou, id_key
+from iou_evaluation.core.pairs.pair_metrics import spatial_pair_metrics
 
 
 def iou_of(predicted, reference, crs=6933, **kwargs):
@@ -190,7 +190,7 @@ def test_scores_stay_in_range_and_are_symmetric(x1, y1, s1, x2, y2, s2):
 def test_tiled_measures_equal_one_dissolve(monkeypatch):
     # Overlapping boxes of both layers spread over several tiles: measured tile by tile (every
     # footprint of more than 0 rows) and dissolved whole, the metrics agree.
-    from iou_evaluation.core import footprint
+    from iou_evaluation.core.pairs import footprint
 
     rng = np.random.default_rng(7)
     corners = rng.uniform(0, 1000, size=(2, 300, 2))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import shapely
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.grouping import auto_size_edges, parse_size_bins
+from iou_evaluation.core.matching.grouping import auto_size_edges, parse_size_bins
 
 box = shapely.box
 

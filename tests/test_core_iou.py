@@ -7,8 +7,8 @@ import pyproj
 import pytest
 import shapely
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.overlap import overlap_pairs
-from iou_evaluation.core.prepare import prepare_layer
+from iou_evaluation.core.pairs.overlap import overlap_pairs
+from iou_evaluation.core.geometry.prepare import prepare_layer
 
 
 def pair_iou(a, b, crs=None):

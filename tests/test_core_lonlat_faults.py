@@ -1,5 +1,5 @@
 """Bad and unusual data through the longitude/latitude way (``prepare_layer(...,
-lonlat_area=...)``, core/exact_area.py): faults found by trying to break it, pinned.
+lonlat_area=...)``, core/geometry/exact_area.py): faults found by trying to break it, pinned.
 
 Expected values come from PROJ (the corners of a meridian/parallel box are a rectangle in a
 cylindrical equal-area CRS, and moving a box along the parallels moves its rectangle along x)
@@ -11,8 +11,8 @@ import pyproj
 import pytest
 import shapely
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.exact_area import LonLatArea, lonlat_area_for
-from iou_evaluation.core.prepare import prepare_layer
+from iou_evaluation.core.geometry.exact_area import LonLatArea, lonlat_area_for
+from iou_evaluation.core.geometry.prepare import prepare_layer
 
 WGS84 = pyproj.CRS("EPSG:4326")
 

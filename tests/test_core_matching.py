@@ -156,7 +156,7 @@ def test_planar_coordinates_that_look_like_degrees_are_flagged():
     [0.0, -0.0, 0.25, 0.5, 0.5, 1.0, float("inf"), float("nan")]), st.integers(0, 9)),
     max_size=30))
 def test_argmax_per_group_takes_the_largest_value_then_the_smallest_other(rows):
-    from iou_evaluation.core.matching import argmax_per_group
+    from iou_evaluation.core.matching.rules import argmax_per_group
 
     group = np.array([r[0] for r in rows], dtype=np.int64)
     value = np.array([r[1] for r in rows], dtype=float)

@@ -9,7 +9,7 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iou_evaluation.core.model_text import (
+from iou_evaluation.core.text.model_text import (
     COORDINATE_FORMATS,
     decode_png,
     mask_to_polygons,
@@ -527,7 +527,7 @@ def test_the_parser_never_fails_inside_on_format_fragments(text, fmt, with_size)
 
 
 def test_unusable_image_sizes_are_counted_and_warned():
-    from iou_evaluation.core.model_text import answer_tables
+    from iou_evaluation.core.text.model_text import answer_tables
 
     # width 0, a negative width, text that is not a number, one side missing: each row is
     # read without the size (fractions stay fractions) and says why; "640" is a number

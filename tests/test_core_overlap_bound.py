@@ -1,4 +1,4 @@
-"""Bounds on sliver overlaps (core.overlap_bound) and overlap_pairs' iou_floor + settle."""
+"""Bounds on sliver overlaps (core.pairs.bounds) and overlap_pairs' iou_floor + settle."""
 
 import importlib
 from fractions import Fraction
@@ -10,14 +10,14 @@ import shapely.affinity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.overlap import overlap_pairs, settle
-from iou_evaluation.core.overlap_bound import (
+from iou_evaluation.core.pairs.overlap import overlap_pairs, settle
+from iou_evaluation.core.pairs.bounds import (
     SupportingLines,
     bounded_slivers,
     overlap_shown,
 )
 
-evaluate_module = importlib.import_module("iou_evaluation.core.evaluate")
+evaluate_module = importlib.import_module("iou_evaluation.core.evaluation.evaluate")
 
 
 def _bound(r, p):
@@ -322,7 +322,7 @@ def test_fields_rounded_apart_give_the_same_tables_as_every_pair_overlaid(seed, 
 
 
 def test_bounds_in_small_batches_are_the_same(monkeypatch):
-    from iou_evaluation.core import overlap_bound
+    from iou_evaluation.core.pairs import bounds as overlap_bound
 
     ref, pred = _shared_edge_grid(6, 5)
     r, p = np.meshgrid(np.arange(len(ref)), np.arange(len(pred)), indexing="ij")

@@ -1,10 +1,10 @@
-"""core.pair_table: every overlapping pair, scored (values by hand)."""
+"""core.pairs.pair_table: every overlapping pair, scored (values by hand)."""
 
 import pytest
 import shapely
 from shapely.geometry import box
 
-from iou_evaluation.core.pair_table import overlap_pair_table
+from iou_evaluation.core.pairs.pair_table import overlap_pair_table
 
 # Reference A = [0, 2] x [0, 2], B = [10, 12] x [0, 2].
 REFERENCE = [box(0, 0, 2, 2), None, box(10, 0, 12, 2)]

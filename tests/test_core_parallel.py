@@ -1,12 +1,12 @@
-"""core.parallel: chunks on shared worker slots, two stages side by side."""
+"""core.util.parallel: chunks on shared worker slots, two stages side by side."""
 
 import threading
 import time
 
 import pytest
 
-from iou_evaluation.core import parallel
-from iou_evaluation.core.parallel import run_beside, run_chunks
+from iou_evaluation.core.util import parallel
+from iou_evaluation.core.util.parallel import run_beside, run_chunks
 
 
 class _Concurrency:

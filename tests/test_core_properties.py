@@ -9,8 +9,8 @@ import shapely
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.pair_metrics import box_polygons, pair_metrics
-from iou_evaluation.core.prepare import DROP_REASONS, prepare_layer
+from iou_evaluation.core.pairs.pair_metrics import box_polygons, pair_metrics
+from iou_evaluation.core.geometry.prepare import DROP_REASONS, prepare_layer
 
 #: No deadline: timing is not under test, and the first call of a test warms caches. The
 #: number of examples comes from the active hypothesis profile (100 by default).

@@ -1,4 +1,4 @@
-"""core.raster_confusion: label rasters streamed into a confusion matrix."""
+"""core.classmaps.rasters: label rasters streamed into a confusion matrix."""
 
 import json
 import math
@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_core_confusion import seed_label_maps
 
-from iou_evaluation.core.class_map_report import build_class_map_report
-from iou_evaluation.core.confusion import class_metrics
-from iou_evaluation.core.progress import EvaluationCanceled
-from iou_evaluation.core.raster_confusion import (
+from iou_evaluation.core.reports.class_map import build_class_map_report
+from iou_evaluation.core.classmaps.confusion import class_metrics
+from iou_evaluation.core.util.progress import EvaluationCanceled
+from iou_evaluation.core.classmaps.rasters import (
     cell_areas_m2,
     open_band,
     raster_confusion,
@@ -120,7 +120,7 @@ def test_finer_prediction_takes_the_pixel_under_each_centre(tmp_path):
 
 
 def _matrix(predicted, reference):
-    from iou_evaluation.core.confusion import ClassTable, confusion_matrix
+    from iou_evaluation.core.classmaps.confusion import ClassTable, confusion_matrix
 
     return confusion_matrix(predicted, reference, ClassTable([0, 1, 2, 3], fixed=True))
 
@@ -254,7 +254,7 @@ def test_memory_stays_bounded_on_a_large_raster(tmp_path):
 
     script = plugin_script(f"""
         import json
-        from iou_evaluation.core.raster_confusion import open_band, raster_confusion
+        from iou_evaluation.core.classmaps.rasters import open_band, raster_confusion
         p = open_band({str(tmp_path / "big_p.tif")!r}, 1, "PREDICTED")
         r = open_band({str(tmp_path / "big_r.tif")!r}, 1, "REFERENCE")
         # VmHWM is the resident high-water mark since exec (ru_maxrss would also count the
@@ -278,7 +278,7 @@ def test_memory_stays_bounded_on_a_large_raster(tmp_path):
 
 
 def test_a_continuous_band_stops_with_a_message(tmp_path, monkeypatch):
-    import iou_evaluation.core.raster_confusion as module
+    import iou_evaluation.core.classmaps.rasters as module
 
     monkeypatch.setattr(module, "MAX_CLASSES", 10)
     values = np.arange(40, dtype=np.float32).reshape(4, 10) / 3
@@ -289,7 +289,7 @@ def test_a_continuous_band_stops_with_a_message(tmp_path, monkeypatch):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 3000), st.integers(1, 600), st.sampled_from([1, 16, 128, 256, 512, 4096]))
 def test_blocks_cover_every_line_once_within_file_blocks(height, rows_per_block, tile_rows):
-    from iou_evaluation.core.raster_confusion import _blocks
+    from iou_evaluation.core.classmaps.rasters import _blocks
 
     blocks = list(_blocks(height, rows_per_block, tile_rows))
     assert blocks[0][0] == 0 and blocks[-1][1] == height and blocks[-1][2]
@@ -305,7 +305,7 @@ def test_blocks_cover_every_line_once_within_file_blocks(height, rows_per_block,
 def test_streamed_matrix_equals_the_matrix_of_the_whole_arrays(data):
     # Blocks of 5 pixels (one line at a time here) against one confusion_matrix call on the
     # arrays with void left out, nodata as NO PREDICTION and unknown codes as OTHER.
-    from iou_evaluation.core.confusion import ClassTable, confusion_matrix
+    from iou_evaluation.core.classmaps.confusion import ClassTable, confusion_matrix
 
     shape = (data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7)))
     codes = st.integers(0, 6)
@@ -349,7 +349,7 @@ def test_agreement_raster_format_follows_the_extension(tmp_path):
 
 
 def test_large_footprints_read_in_strips_give_the_same_matrix(tmp_path, monkeypatch):
-    import iou_evaluation.core.raster_confusion as module
+    import iou_evaluation.core.classmaps.rasters as module
 
     rng = np.random.default_rng(4)
     reference = rng.integers(0, 3, (30, 40)).astype(np.uint8)

@@ -15,16 +15,16 @@ import pyproj
 import pytest
 import shapely
 from iou_evaluation.core import evaluate
-from iou_evaluation.core import overlap as overlap_module
-from iou_evaluation.core.overlap import intersection_area, overlap_pairs, round_ratio
-from iou_evaluation.core.pair_metrics import (
+from iou_evaluation.core.pairs import overlap as overlap_module
+from iou_evaluation.core.pairs.overlap import intersection_area, overlap_pairs, round_ratio
+from iou_evaluation.core.pairs.pair_metrics import (
     box_polygons,
     pair_metrics,
     spatial_iou,
     spatial_pair_metrics,
 )
-from iou_evaluation.core.prepare import DROP_REASONS, prepare_layer
-from iou_evaluation.core.progress import EvaluationCanceled, Progress
+from iou_evaluation.core.geometry.prepare import DROP_REASONS, prepare_layer
+from iou_evaluation.core.util.progress import EvaluationCanceled, Progress
 
 box = shapely.box
 WGS84 = pyproj.CRS("EPSG:4326")
@@ -799,7 +799,8 @@ class _CancelInside(Progress):
 def test_a_cancel_request_is_seen_inside_each_long_stage(monkeypatch, lo, hi, tolerance):
     # Tiny chunks so that each stage has many: the run must stop at the first check inside
     # the stage (its chunks report progress and cancellation between them), not at its end.
-    from iou_evaluation.core import boundary, prepare, tolerance as tolerance_module
+    from iou_evaluation.core.boundary import distances as boundary, tolerance as tolerance_module
+    from iou_evaluation.core.geometry import prepare
 
     monkeypatch.setattr(prepare, "_CHUNK_ROWS", 5)
     monkeypatch.setattr(overlap_module, "_CHUNK_PAIRS", 5)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iou_evaluation.core.spatial_match import spatial_match
+from iou_evaluation.core.text.spatial_match import spatial_match
 
 
 def one(answer, expected, **options):
@@ -154,7 +154,7 @@ def test_an_unusable_image_size_is_warned_in_the_row():
 
 
 def test_a_table_without_rows_or_scored_rows_says_so():
-    from iou_evaluation.core.spatial_match_report import build_report
+    from iou_evaluation.core.reports.spatial_match import build_report
 
     for answers, expected, words in (([], [], "no rows"),
                                      (["[0, 0, 1, 1]"], [None], "no row could be scored")):

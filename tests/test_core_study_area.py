@@ -1,10 +1,10 @@
-"""core.study_area: the three selection rules, by hand."""
+"""core.pairs.study_area: the three selection rules, by hand."""
 
 import pytest
 import shapely
 from shapely.geometry import box
 
-from iou_evaluation.core.study_area import select_in_study_area, study_area_footprint
+from iou_evaluation.core.pairs.study_area import select_in_study_area, study_area_footprint
 
 AREA = box(0, 0, 10, 10)
 ROWS = [

@@ -9,8 +9,8 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iou_evaluation.core import evaluate
-from iou_evaluation.core.labels import MISSING, class_key
-from iou_evaluation.core.threshold_sweep import SWEEP_THRESHOLDS
+from iou_evaluation.core.matching.labels import MISSING, class_key
+from iou_evaluation.core.matching.threshold_sweep import SWEEP_THRESHOLDS
 
 box = shapely.box
 
@@ -101,8 +101,8 @@ def _pairs(draw):
 @settings(max_examples=60, deadline=None)
 @given(_pairs())
 def test_one_greedy_pass_gives_the_greedy_matching_of_every_threshold(case):
-    from iou_evaluation.core.overlap import OverlapPairs
-    from iou_evaluation.core.threshold_sweep import threshold_sweep
+    from iou_evaluation.core.pairs.overlap import OverlapPairs
+    from iou_evaluation.core.matching.threshold_sweep import threshold_sweep
 
     n_ref, n_pred, cells, iou, coverage = case
     ref = np.array([c[0] for c in cells], dtype=np.int64)
@@ -206,8 +206,8 @@ def test_no_boundary_curve_unless_asked_for():
 ])
 def test_tolerances_in_one_pass_equal_one_run_each(crs, origin, scale):
     import pyproj
-    from iou_evaluation.core.boundary import zoned_layer
-    from iou_evaluation.core.tolerance import (
+    from iou_evaluation.core.boundary.distances import zoned_layer
+    from iou_evaluation.core.boundary.tolerance import (
         tolerance_lengths_in_utm,
         tolerance_lengths_in_utm_at,
     )

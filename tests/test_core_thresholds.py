@@ -1,4 +1,4 @@
-"""core.thresholds: parsing conditions and checking them against a report."""
+"""core.reports.thresholds: parsing conditions and checking them against a report."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iou_evaluation.core.thresholds import (
+from iou_evaluation.core.reports.thresholds import (
     WILDCARD,
     check_conditions,
     failure_message,

@@ -6,8 +6,8 @@ import numpy as np
 import pyproj
 import pytest
 import shapely
-from iou_evaluation.core.boundary import matched_distances_in_utm, zoned_layer
-from iou_evaluation.core.wide import lonlat_extent, wide_pairs
+from iou_evaluation.core.boundary.distances import matched_distances_in_utm, zoned_layer
+from iou_evaluation.core.boundary.wide import lonlat_extent, wide_pairs
 
 WGS84 = pyproj.CRS("EPSG:4326")
 GEOD = pyproj.Geod(ellps="WGS84")
@@ -126,7 +126,7 @@ def test_closed_form_scale_factor_agrees_with_proj_and_with_the_latitude_formula
     """The scale factor from projected coordinates (no PROJ call) against PROJ's
     get_factors (numerical derivatives: 4e-10) and against the closed forms in the latitude
     (Snyder 1987: Mercator sqrt(1 - e² sin² φ) / cos φ; polar stereographic ρ / (a m))."""
-    from iou_evaluation.core.wide import scale_factor
+    from iou_evaluation.core.boundary.wide import scale_factor
 
     rng = np.random.default_rng(1)
     lon = rng.uniform(-180, 180, 20_000)
@@ -193,7 +193,7 @@ def test_wide_pairs_of_several_crss_measured_together_equal_each_pair_alone():
 def test_scaled_pieces_follow_the_gradient_of_the_scale_factor(gradient, piece):
     """A piece may be as long as ln k changes by 3 × 500 m / R along it (what 500 m pieces
     allowed at g = 3): 1,500 m / g, from 500 m (also for an unknown gradient) to 20 km."""
-    from iou_evaluation.core.boundary import _scaled_piece
+    from iou_evaluation.core.boundary.distances import _scaled_piece
 
     assert _scaled_piece(np.array([gradient]), 1)[0] == pytest.approx(piece)
     assert _scaled_piece(None, 2).tolist() == [500.0, 500.0]
@@ -204,7 +204,7 @@ def test_a_wide_pair_of_few_vertices_costs_its_vertices_not_its_metres(monkeypat
     vertices, moved north by 0.1°: about 2 × 2 × 14,460 km of boundary is cut into pieces
     twice (lengths, distances). At 500 m that was ~116,000 pieces; now fewer than 10,000,
     and the distances stay within 0.1 % of the geodesic ones."""
-    from iou_evaluation.core import boundary
+    from iou_evaluation.core.boundary import distances as boundary
 
     pieces = [0]
     split = boundary.split_segments
@@ -246,7 +246,7 @@ def test_lengths_within_the_tolerance_of_wide_polygons_are_metres_on_the_ellipso
     at each corner the other band's sides cross: 2 arc(lat0 + 0.01°, lat1) + 2 km. Both
     within 0.1 % (UTM's own scale error at a zone's edge). Measured in the zone of the
     band's centroid, its perimeter came out 28 % long (the first band)."""
-    from iou_evaluation.core.tolerance import tolerance_lengths_in_utm_at
+    from iou_evaluation.core.boundary.tolerance import tolerance_lengths_in_utm_at
 
     reference, predicted = band(lon0, lon1, lat0, lat1), band(lon0, lon1, lat0 + 0.01,
                                                               lat1 + 0.01)
@@ -271,7 +271,7 @@ def test_lengths_within_the_tolerance_of_wide_polygons_are_metres_on_the_ellipso
 def test_narrow_polygons_keep_their_zone_beside_a_wide_one():
     """A layer with a wide band and a field: the field's lengths are those it has alone (its
     boundary is not cut), the band's perimeter its parts' sum."""
-    from iou_evaluation.core.tolerance import tolerance_lengths_in_utm
+    from iou_evaluation.core.boundary.tolerance import tolerance_lengths_in_utm
 
     field = shapely.box(15.0, 50.0, 15.01, 50.01)
     moved = shapely.affinity.translate(field, 0.0001, 0.0)
@@ -291,7 +291,7 @@ def test_only_geometries_within_reach_of_a_zone_are_transformed_into_it():
     the other side of the world, a coastline lands anywhere: on the world layer, Indonesia's
     image in zone 19 N (central meridian 69° W) crossed Puerto Rico and added 41 m to its
     length within 10 m (4,031 m against 3,990 m measured in its zone alone)."""
-    from iou_evaluation.core.tolerance import _lon_reach, _near_zone
+    from iou_evaluation.core.boundary.tolerance import _lon_reach, _near_zone
 
     geoms = np.array([
         shapely.box(110.0, -5.0, 120.0, 5.0),  # Indonesia-like: 10° wide, far from 69° W

@@ -5,7 +5,7 @@ import math
 import pytest
 import shapely
 from conftest import SAMPLE_REFERENCE
-from iou_evaluation.core.pixels import pixels_per_field
+from iou_evaluation.core.geometry.pixels import pixels_per_field
 
 
 def test_one_hectare_at_10_m_is_100_pixels():

@@ -28,8 +28,8 @@ def test_core_imports_without_qgis():
         f" submodule_search_locations=[r'{ROOT}/core'])\n"
         "module = importlib.util.module_from_spec(spec); sys.modules['core'] = module\n"
         "spec.loader.exec_module(module)\n"
-        "import core.evaluate, core.report, core.boundary, core.average_precision\n"
-        "import core.report_html, core.report_evaluate, core.figures, core.threshold_sweep\n"
+        "import core.evaluation.evaluate, core.reports.data, core.boundary.distances, core.matching.average_precision\n"
+        "import core.reports.html, core.reports.evaluate, core.reports.figures, core.matching.threshold_sweep\n"
         "assert not any(name.startswith('qgis') for name in sys.modules), 'qgis imported'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

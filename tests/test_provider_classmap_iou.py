@@ -12,7 +12,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
-from iou_evaluation.core.report_html import lookup, shown_values
+from iou_evaluation.core.reports.html import lookup, shown_values
 
 ALGORITHM = "ioueval:classmapiou"
 

@@ -46,7 +46,7 @@ def test_layers_side_by_side_with_paired_differences(ioueval_provider, tmp_path)
     html = (tmp_path / "compare.html").read_text(encoding="utf-8")
     assert "Differences against first" in html and "second" in html
     # Every number on the page is the JSON report's (the shared skeleton's check).
-    from iou_evaluation.core.report_html import format_number, lookup, shown_values
+    from iou_evaluation.core.reports.html import format_number, lookup, shown_values
 
     shown = shown_values(html)
     assert len(shown) > 40

@@ -2,7 +2,7 @@
 naming the stage, not with a traceback (nor by taking QGIS down)."""
 
 import pytest
-from iou_evaluation.core.memory import MEMORY_LIMIT_ENV
+from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV
 from test_provider import run, small_layers
 
 

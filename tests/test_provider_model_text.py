@@ -172,7 +172,7 @@ def test_spatialmatch_scores_rows_and_writes_reports(ioueval_provider, tmp_path)
     assert report["per_group"]["m2"]["iou_mean"] == pytest.approx((0 + 1 / 7) / 2)
     # cumulative IoU: (1600 + 100 + 0 + 25) / (1600 + 200 + 100 + 175)
     assert report["metrics"]["cumulative_iou"] == pytest.approx(1725 / 2075)
-    from iou_evaluation.core.report_html import (
+    from iou_evaluation.core.reports.html import (
         format_number,
         format_percent,
         lookup,
@@ -220,7 +220,7 @@ def test_evaluatepolygons_reports_spatial_match_per_reference(ioueval_provider):
 def test_contract_names(ioueval_provider, algorithm, parameters, outputs):
     from qgis.core import QgsApplication
 
-    from iou_evaluation.core.model_text import COORDINATE_FORMATS
+    from iou_evaluation.core.text.model_text import COORDINATE_FORMATS
 
     alg = QgsApplication.processingRegistry().algorithmById(algorithm)
     names = {p.name() for p in alg.parameterDefinitions()}
@@ -236,7 +236,7 @@ def test_contract_names(ioueval_provider, algorithm, parameters, outputs):
 def test_fraction_progress_maps_into_its_slice_and_cancels(ioueval_provider):
     # the progress callable parsemodeloutput, spatialmatch and the class-map algorithms give
     # their core function
-    from iou_evaluation.core.progress import EvaluationCanceled
+    from iou_evaluation.core.util.progress import EvaluationCanceled
     from iou_evaluation.processing_provider.progress import fraction_progress
 
     feedback = QgsProcessingFeedback()

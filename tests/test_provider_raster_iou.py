@@ -8,7 +8,7 @@ from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProject, Q
 from test_core_confusion import seed_label_maps
 from test_core_raster_confusion import write_raster
 
-from iou_evaluation.core.report_html import lookup, shown_values
+from iou_evaluation.core.reports.html import lookup, shown_values
 
 ALGORITHM = "ioueval:rasteriou"
 

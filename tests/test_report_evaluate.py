@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 
 import pytest
 from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
-from iou_evaluation.core.report_definitions import definition_keys
-from iou_evaluation.core.report_html import lookup, shown_values
+from iou_evaluation.core.reports.definitions import definition_keys
+from iou_evaluation.core.reports.html import lookup, shown_values
 from test_provider import run
 
 _VOID = {"meta", "img", "br", "hr", "link", "input", "col", "source", "wbr"}

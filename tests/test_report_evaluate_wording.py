@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 import pytest
-from iou_evaluation.core.report_evaluate import worst_panel_title
-from iou_evaluation.core.report_html import format_number
+from iou_evaluation.core.reports.evaluate import worst_panel_title
+from iou_evaluation.core.reports.html import format_number
 from qgis.core import QgsCoordinateReferenceSystem
 from test_provider import polygon_layer, run, square_wkt
 

@@ -1,5 +1,5 @@
-"""The shared report skeleton (core.report_html), its figure helpers (core.figures) and the
-"Reproduce" formatting (core.reproduce)."""
+"""The shared report skeleton (core.reports.html), its figure helpers (core.reports.figures) and the
+"Reproduce" formatting (core.reports.reproduce)."""
 
 import base64
 import shlex
@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import pytest
 import shapely
-from iou_evaluation.core import figures
-from iou_evaluation.core.report_html import (
+from iou_evaluation.core.reports import figures
+from iou_evaluation.core.reports.html import (
     Alert,
     Definition,
     Section,
@@ -16,7 +16,7 @@ from iou_evaluation.core.report_html import (
     render_report,
     shown_values,
 )
-from iou_evaluation.core.reproduce import processing_run_code, qgis_process_command
+from iou_evaluation.core.reports.reproduce import processing_run_code, qgis_process_command
 
 
 class _Collector(HTMLParser):
@@ -90,7 +90,7 @@ def _templates_with_section(text):
     import tempfile
     from pathlib import Path
 
-    from iou_evaluation.core.report_html import TEMPLATES_DIR
+    from iou_evaluation.core.reports.html import TEMPLATES_DIR
 
     folder = Path(tempfile.mkdtemp())
     shutil.copy(TEMPLATES_DIR / "base.html.j2", folder / "base.html.j2")
@@ -150,7 +150,7 @@ def test_figures_are_embedded_images_with_labelled_axes():
 
 def test_definitions_cite_sources_by_name_not_by_unshipped_files():
     # The HTML reports once cited seeds/*.txt: development files the plugin does not ship.
-    from iou_evaluation.core import class_map_html, report_definitions, spatial_match_report
+    from iou_evaluation.core.reports import class_map_html, definitions as report_definitions, spatial_match as spatial_match_report
 
     for module in (report_definitions, class_map_html, spatial_match_report):
         for definition in module.DEFINITIONS:

@@ -18,8 +18,8 @@ def test_the_worst_fields_map_of_a_comb_fits_a_small_thread_stack():
     script = plugin_script("""
         import threading
         import numpy as np, shapely
-        from iou_evaluation.core.evaluate import evaluate
-        from iou_evaluation.core.report_evaluate import _worst_panels, report_extras
+        from iou_evaluation.core.evaluation.evaluate import evaluate
+        from iou_evaluation.core.reports.evaluate import _worst_panels, report_extras
         teeth = 5_000
         x = np.arange(teeth, dtype=float)
         top = np.column_stack([np.repeat(x, 4) + np.tile([0.0, 0.0, 0.5, 0.5], teeth),
@@ -53,7 +53,7 @@ def test_drawn_outlines_keep_holes_parts_and_what_is_not_a_polygon():
     empty polygon and a collection are drawn as they are."""
     import numpy as np
     import shapely
-    from iou_evaluation.core.report_evaluate import _drawn
+    from iou_evaluation.core.reports.evaluate import _drawn
 
     holed = shapely.Polygon([(0, 0), (10, 0), (10, 10), (0, 10)],
                             [[(2, 2), (3, 2), (3, 3), (2, 3)]])

@@ -7,7 +7,7 @@ import shlex
 import subprocess
 
 from conftest import ROOT, SAMPLE_PREDICTED, SAMPLE_REFERENCE
-from iou_evaluation.core.reproduce import qgis_process_command
+from iou_evaluation.core.reports.reproduce import qgis_process_command
 from test_qgis_process import QGIS_PROCESS, qgis_process_env  # noqa: F401 (fixture)
 
 

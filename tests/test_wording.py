@@ -5,9 +5,9 @@ import logging
 
 import shapely
 from qgis.core import QgsProcessingFeedback
-from iou_evaluation.core.pixels import pixels_per_field
-from iou_evaluation.core.prepare import prepare_layer
-from iou_evaluation.core.wording import count_of
+from iou_evaluation.core.geometry.pixels import pixels_per_field
+from iou_evaluation.core.geometry.prepare import prepare_layer
+from iou_evaluation.core.util.wording import count_of
 
 BOWTIE = "POLYGON((0 0,2 2,2 0,0 2,0 0))"
 SQUARE = "POLYGON((0 0,1 0,1 1,0 1,0 0))"

@@ -1,0 +1,324 @@
+"""Categorised polygon layers (two land-cover maps, a crop map against a parcel registry):
+the class-map confusion matrix from exact overlay areas in an equal-area CRS, with no
+rasterisation and no resampling error.
+
+The layers are prepared by core.geometry.prepare (repair, reprojection: the one implementation), cut to
+the area compared (the overlap of the two layers' extents, or a study area), dissolved per
+class, and overlaid with core.pairs.overlap's candidate machinery. Cell M[p, r] of the matrix is the
+area in m² where the prediction says class p and the reference says class r; the NO_PREDICTION
+row holds the reference area of each class that no predicted polygon covers. Predicted ground
+where no reference polygon lies is not scored (as reference nodata in a label raster): the
+reference says nothing there.
+
+Two polygons of different classes on the same ground in one layer count once per class (the
+ground is in both classes' areas) and are reported; polygons of one class that overlap count
+once (the class is dissolved). Rows without a class value are dropped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import shapely
+
+from . import confusion
+from ..geometry.crs import check_equal_area, crs_label, evaluation_crs, resolve_crs
+from ..matching.labels import MISSING, normalise_labels
+from ..pairs.overlap import intersection_area, overlap_pairs
+from ..util.parallel import ProgressCallback
+from ..geometry.prepare import prepare_layer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PolygonClassConfusion:
+    """Result of ``polygon_class_confusion``.
+
+    Attributes:
+        classes: confusion.ClassTable, one class per class key (``labels.class_key``:
+            matching is caseless), in natural order of the keys; each class's value is the
+            class as the data spells it: its first spelling in the reference, else in the
+            prediction ("Forest" and "forest" are one class, shown "Forest" when the
+            reference says so first). Names are "".
+        areas_m2: float64 (K + 2, K): rows = prediction (classes, OTHER (always 0 here),
+            NO_PREDICTION), columns = reference, in m² of the equal-area CRS.
+        alignment: JSON-ready dict: the area compared, coverage, drops, overlaps within
+            each layer.
+        warnings: messages for the report and the log.
+    """
+
+    classes: confusion.ClassTable
+    areas_m2: np.ndarray
+    alignment: dict
+    warnings: list
+
+
+def polygon_class_confusion(
+    predicted,
+    predicted_classes,
+    reference,
+    reference_classes,
+    predicted_crs=None,
+    reference_crs=None,
+    equal_area_crs=None,
+    study_area=None,
+    study_area_crs=None,
+    progress: ProgressCallback | None = None,
+) -> PolygonClassConfusion:
+    """Exact class-map confusion of two categorised polygon layers.
+
+    Args:
+        predicted, reference: sequences of shapely geometries (or None), shapes (n_pred,),
+            (n_ref,), in their CRSs.
+        predicted_classes, reference_classes: sequences of class values of the same lengths
+            (numbers or text, compared by ``labels.class_key``: 3, 3.0 and "3" are one class,
+            "Forest" and "forest " too; None/NaN/NULL/blank: no class).
+        predicted_crs, reference_crs: anything pyproj reads, or None for both (planar units).
+        equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
+        study_area: optional sequence of polygons: the area compared (default: the overlap
+            of the two layers' extents, as bounding boxes in the equal-area CRS).
+        study_area_crs: its CRS; None only when the layers have none either (a study area
+            without a CRS is never taken to be in the layers' CRS).
+        progress: optional callable(fraction done); may raise to cancel.
+
+    Returns a PolygonClassConfusion.
+
+    Raises ValueError when the class lists do not match their layers, exactly one layer has
+    a CRS, the study area has a CRS and the layers none or the reverse, or the equal-area
+    CRS is not projected in metres.
+    """
+    for geoms, values, name in ((predicted, predicted_classes, "predicted"),
+                                (reference, reference_classes, "reference")):
+        if len(values) != len(geoms):
+            raise ValueError(f"{name}_classes has {len(values)} values for {len(geoms)} rows")
+    ref_crs = resolve_crs(reference_crs, "reference_crs")
+    pred_crs = resolve_crs(predicted_crs, "predicted_crs")
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
+    step = _steps(progress)
+
+    ref = prepare_layer(reference, ref_crs, ea_crs, "reference", step(0.0, 0.3))
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", step(0.3, 0.6))
+    warnings = check_equal_area(ea_crs, [ref.geometries, pred.geometries])
+    ref_values = [reference_classes[i] for i in ref.keep.tolist()]
+    pred_values = [predicted_classes[i] for i in pred.keep.tolist()]
+    ref_labels = normalise_labels(ref_values, case_insensitive=True)
+    pred_labels = normalise_labels(pred_values, case_insensitive=True)
+    extent, extent_kind = _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs)
+    ref_parts = _dissolve_by_class(ref.geometries, ref_labels, extent)
+    pred_parts = _dissolve_by_class(pred.geometries, pred_labels, extent)
+    step(0.6, 0.7)(1.0)
+
+    keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
+    spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
+    classes = confusion.ClassTable([spelling[key] for key in keys])
+    k = classes.k
+    areas = confusion.new_matrix(k, np.float64)
+    position = {key: i for i, key in enumerate(keys)}
+    r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
+    p_pos = np.array([position[c] for c in pred_parts.labels], dtype=np.int64)
+    pairs = overlap_pairs(ref_parts.geometries, ref_parts.area_m2, pred_parts.geometries,
+                          pred_parts.area_m2, step(0.7, 0.95))
+    np.add.at(areas, (p_pos[pairs.predicted], r_pos[pairs.reference]), pairs.intersection_m2)
+    # Reference ground of each class that no predicted polygon covers.
+    predicted_union = shapely.union_all(pred_parts.geometries) if len(pred_parts.labels) else None
+    if predicted_union is None or predicted_union.is_empty:
+        covered = np.zeros(len(ref_parts.labels))
+    else:
+        covered = intersection_area(
+            ref_parts.geometries, np.full(len(ref_parts.labels), predicted_union, dtype=object)
+        )
+    areas[k + 1, r_pos] = np.maximum(ref_parts.area_m2 - covered, 0.0)
+    step(0.95, 1.0)(1.0)
+
+    alignment = {
+        "equal_area_crs": crs_label(ea_crs),
+        "extent": extent_kind,
+        "area_compared_m2": float(extent.area) if extent is not None else 0.0,
+        "reference_area_m2": float(ref_parts.union_area_m2),
+        "predicted_area_m2": float(pred_parts.union_area_m2),
+        "reference_outside_prediction_m2": float(areas[k + 1].sum()),
+        "share_reference_outside_prediction_area": float(areas[k + 1].sum() / areas.sum())
+        if areas.sum() > 0 else None,
+        "reference_rows": _rows(ref, ref_labels),
+        "predicted_rows": _rows(pred, pred_labels),
+        "reference_overlaps": ref_parts.overlaps(),
+        "predicted_overlaps": pred_parts.overlaps(),
+    }
+    for name, parts in (("reference", ref_parts), ("predicted", pred_parts)):
+        between = parts.overlaps()["between_classes_m2"]
+        if between > 0:
+            warnings.append(
+                f"the {name} layer has polygons of different classes on the same ground "
+                f"({between:.1f} m²): that ground counts once in each of its classes"
+            )
+    for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
+        missing = int(np.count_nonzero(labels == MISSING))
+        if missing:
+            warnings.append(f"{missing} {name} polygons have no class value and are not scored")
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
+    if nothing:
+        warnings.append(nothing)
+    for message in warnings:
+        logger.warning(message)
+    return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, an empty area
+    compared, or no classed reference ground inside it."""
+    if total_m2 > 0:
+        return None
+    for name, layer in (("reference", ref), ("predicted", pred)):
+        if layer.n == 0:
+            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+                    f"{layer.n_dropped} dropped): nothing is compared")
+    if extent is None or extent.is_empty:
+        if extent_kind.startswith("study area"):
+            return "the study area has no polygon: nothing is compared"
+        return "the layers' extents do not overlap: nothing is compared"
+    return (f"no reference polygon with a class lies in the area compared ({extent_kind}): "
+            f"nothing is compared")
+
+
+def _steps(progress):
+    """step(start, end) -> callable(fraction) forwarding to ``progress`` (or a no-op)."""
+
+    def step(start, end):
+        def advance(fraction):
+            if progress is not None:
+                progress(start + (end - start) * fraction)
+
+        return advance
+
+    return step
+
+
+def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
+    """(polygon or None, description): the study area prepared like the layers, or the
+    intersection of the two layers' bounding boxes in the equal-area CRS."""
+    if study_area is not None:
+        crs = resolve_crs(study_area_crs, "study_area_crs")
+        if (crs is None) != (ref_crs is None):
+            raise ValueError(
+                "STUDY_AREA: the study area has no CRS but the layers have one; assign it its "
+                "CRS" if crs is None else
+                "STUDY_AREA: the study area has a CRS but the layers have none; remove it or "
+                "assign the layers theirs"
+            )
+        layer = prepare_layer(study_area, crs, ea_crs, "study area")
+        if layer.n == 0:
+            return None, "study area (empty)"
+        return shapely.union_all(layer.geometries), "study area"
+    if ref.n == 0 or pred.n == 0:
+        return None, "overlap of the layers' extents (empty)"
+    a = shapely.total_bounds(ref.geometries)
+    b = shapely.total_bounds(pred.geometries)
+    box = (max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3]))
+    if box[0] >= box[2] or box[1] >= box[3]:
+        return None, "overlap of the layers' extents (empty)"
+    return shapely.box(*box), "overlap of the layers' extents"
+
+
+@dataclass
+class _Dissolved:
+    """One layer cut to the area compared and dissolved per class (classes with area)."""
+
+    labels: list
+    geometries: np.ndarray
+    area_m2: np.ndarray
+    sum_of_rows_m2: float
+    union_area_m2: float
+    pair_overlaps: list
+
+    def overlaps(self) -> dict:
+        """Ground covered more than once in this layer, in m²."""
+        return {
+            "between_classes_m2": float(self.area_m2.sum() - self.union_area_m2),
+            "within_classes_m2": float(self.sum_of_rows_m2 - self.area_m2.sum()),
+            "class_pairs": [
+                {"classes": [a, b], "area_m2": area} for a, b, area in self.pair_overlaps
+            ],
+        }
+
+
+def _dissolve_by_class(geoms: np.ndarray, labels: np.ndarray, extent) -> _Dissolved:
+    """Cut each row to ``extent`` and merge each class's rows into one geometry.
+
+    The loop runs over classes (few), not rows; each union is one vectorised GEOS call.
+    """
+    has_class = labels != MISSING
+    if extent is None or extent.is_empty:
+        geoms = np.array([], dtype=object)
+        labels = np.array([], dtype=object)
+    else:
+        geoms = shapely.intersection(geoms[has_class], extent)
+        labels = labels[has_class]
+    rows_area = shapely.area(geoms) if len(geoms) else np.zeros(0)
+    out_labels, out_geoms = [], []
+    for label in _natural_order(set(labels.tolist())):
+        merged = shapely.union_all(geoms[labels == label])
+        merged = _polygonal(merged)
+        if merged is not None and merged.area > 0:
+            out_labels.append(label)
+            out_geoms.append(merged)
+    dissolved = np.array(out_geoms, dtype=object)
+    area = shapely.area(dissolved) if len(dissolved) else np.zeros(0)
+    union = float(shapely.union_all(dissolved).area) if len(dissolved) else 0.0
+    pair_overlaps = []
+    if len(dissolved) > 1:
+        pairs = overlap_pairs(dissolved, area, dissolved, area)
+        for i, j, inter in zip(pairs.reference.tolist(), pairs.predicted.tolist(),
+                               pairs.intersection_m2.tolist()):
+            if i < j:
+                pair_overlaps.append((out_labels[i], out_labels[j], inter))
+    return _Dissolved(out_labels, dissolved, area, float(rows_area.sum()), union, pair_overlaps)
+
+
+def _polygonal(geometry):
+    """The polygonal part of an overlay result (lines and points of touching edges dropped)."""
+    if geometry is None or geometry.is_empty:
+        return None
+    if geometry.geom_type in ("Polygon", "MultiPolygon"):
+        return geometry
+    parts = [g for g in shapely.get_parts(geometry) if g.geom_type in ("Polygon", "MultiPolygon")]
+    return shapely.union_all(parts) if parts else None
+
+
+def _spellings(*labels_and_values) -> dict:
+    """{class key: the class as the data spells it}: the first spelling met, reference rows
+    first, then predicted ones; stripped, numbers as text (3.0 -> "3"), case kept ("Forest"
+    for the key "forest" when the reference says "Forest" and the prediction "forest")."""
+    first = {}
+    for labels, values in zip(labels_and_values[::2], labels_and_values[1::2]):
+        spelt = normalise_labels(values, case_insensitive=False)
+        for label, text in zip(labels.tolist(), spelt.tolist()):
+            if label != MISSING and label not in first:
+                first[label] = text
+    return first
+
+
+def _natural_order(labels) -> list:
+    """Class labels sorted as numbers where they are numbers ("2" before "10"), then text."""
+
+    def key(label):
+        try:
+            return (0, float(label), label)
+        except ValueError:
+            return (1, 0.0, label)
+
+    return sorted(labels, key=key)
+
+
+def _rows(layer, labels) -> dict:
+    """Rows read, scored and dropped (by reason) of one layer."""
+    return {
+        "input": layer.n_input,
+        "scored": int(np.count_nonzero(labels != MISSING)),
+        "dropped_geometry": layer.n_dropped,
+        "dropped_no_class": int(np.count_nonzero(labels == MISSING)),
+        "repaired": layer.n_repaired,
+    }
+

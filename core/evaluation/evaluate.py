@@ -1,0 +1,1000 @@
+"""Object-level evaluation of predicted polygons against reference polygons.
+
+One direction of flow: inputs → prepared layers (geometry/prepare.py) → candidate pairs and IoU
+(pairs/overlap.py) → matches (matching/rules.py) → per-reference quantities → summaries (matching/summary.py) for
+the whole layer, strata and size classes (matching/grouping.py), with bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import shapely
+
+from ..util import allocator
+from ..matching.average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
+from ..boundary.curve import boundary_f1_by_tolerance
+from ..boundary.distances import (
+    BOUNDARY_SAMPLE_SPACING_M,
+    centroid_utm_epsg,
+    matched_distances_in_utm,
+    utm_epsg_codes,
+    zoned_layer,
+)
+from ..util.checks import check_non_negative_int, check_positive, check_threshold
+from ..geometry.crs import (
+    check_equal_area,
+    crs_label,
+    evaluation_crs,
+    resolve_crs,
+)
+from ..matching.detection import detection_scores
+from ..geometry.exact_area import lonlat_area_for
+from ..matching.grouping import (
+    Groups,
+    bootstrap_weights,
+    is_missing,
+    percentile_interval,
+    size_groups,
+    strata_groups,
+)
+from ..matching.labels import ancestors_from_taxonomy, compatible_classes, is_true, normalise_labels
+from ..matching.rules import IOU_RTOL, MATCHING_METHODS, argmax_per_group, at_or_above, match
+from ..matching.summary import (
+    Q,
+    QUANTITIES,
+    RATE_KEYS,
+    f1_score,
+    metrics_from_sums,
+    nan_median,
+    ratio,
+    to_builtin,
+)
+from ..pairs.overlap import OverlapPairs, overlap_pairs, settle
+from ..geometry.prepare import PreparedLayer, geometry_array, prepare_layer
+from ..util.progress import Progress
+from ..matching.threshold_sweep import SWEEP_THRESHOLDS, threshold_sweep
+from ..boundary.tolerance import tolerance_lengths_in_utm
+
+logger = logging.getLogger(__name__)
+
+#: Half the equator in metres: a polygon wider than this in the equal-area CRS has been cut
+#: at the antimeridian.
+_HALF_WORLD_M = 20_037_508.0
+
+#: Metrics that get bootstrap intervals (the agribound seed's set).
+BOOTSTRAP_KEYS = (
+    "precision",
+    "recall",
+    "f1",
+    "iou_mean",
+    "best_iou_mean",
+    "area_weighted_precision",
+    "area_weighted_recall",
+    "area_weighted_f1",
+    "oversegmentation_mean",
+    "undersegmentation_mean",
+    "hausdorff_mean_m",
+    "boundary_distance_mean_m",
+)
+BOOTSTRAP_TOLERANCE_KEYS = (
+    "boundary_precision",
+    "boundary_recall",
+    "boundary_f1",
+    "coverage_within_tolerance",
+    "coverage_within_tolerance_area",
+)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Everything one evaluation computed.
+
+    Attributes:
+        metrics: summary metrics under the agribound seed's key names, plus per_stratum,
+            per_size_class, bootstrap, per_group, per_class when asked for.
+        parameters: the parameters as used.
+        reference, predicted: the prepared layers; ``keep`` maps table rows to input positions.
+            Reference rows marked as ignore regions are not part of ``reference``.
+        per_reference: columns of shape (reference.n,), one row per evaluated reference field
+            (the agribound per-field table): area_m2, area_ha, matched, pred_index (input
+            position of the matched prediction, -1), iou (NaN if unmatched), pred_area_m2,
+            best_iou, n_overlapping_pred, max_overlap_pred_index, oversegmentation,
+            undersegmentation, and stratum / size_class when asked for.
+        per_predicted: columns of shape (predicted.n,): area_m2, matched, ref_index (input
+            position of the matched reference, -1), iou, ref_area_m2, best_iou,
+            overlaps_reference, ignored (matched to an ignore region: neither TP nor FP).
+        warnings: messages about the data the caller should show the user.
+        pairs: every overlapping (reference, predicted) pair of evaluated rows (within a
+            group when groups are given); candidates: those that may match (class rule too).
+            Where ``pairs.bounded``, a pair's intersection and IoU are upper bounds: pairs
+            below every threshold that are nobody's best IoU or largest overlap
+            (``overlap.settle``).
+        ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
+            regions a prediction may be ignored by (0 for none).
+        quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
+            per-reference quantities the summary metrics are sums of (evaluation/compare.py resamples
+            them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
+            home reference field.
+    """
+
+    metrics: dict
+    parameters: dict
+    reference: PreparedLayer
+    predicted: PreparedLayer
+    per_reference: dict = field(repr=False)
+    per_predicted: dict = field(repr=False)
+    warnings: list = field(default_factory=list)
+    pairs: OverlapPairs | None = field(default=None, repr=False)
+    candidates: OverlapPairs | None = field(default=None, repr=False)
+    ignore_coverage: np.ndarray | None = field(default=None, repr=False)
+    quantities: np.ndarray | None = field(default=None, repr=False)
+    unassigned: np.ndarray | None = field(default=None, repr=False)
+
+
+@allocator.tuned
+def evaluate(
+    predicted,
+    reference,
+    *,
+    predicted_crs=None,
+    reference_crs=None,
+    iou_threshold: float = 0.5,
+    matching: str = "one_to_one",
+    equal_area_crs="EPSG:6933",
+    strata=None,
+    strata_name: str | None = None,
+    size_bins=None,
+    bootstrap: int = 0,
+    bootstrap_seed: int = 42,
+    predicted_groups=None,
+    reference_groups=None,
+    predicted_classes=None,
+    reference_classes=None,
+    taxonomy: dict | None = None,
+    reference_ignore=None,
+    predicted_scores=None,
+    boundary_tolerance_m: float | None = None,
+    boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
+    progress: Progress | None = None,
+    tolerance_multiples=None,
+) -> Evaluation:
+    """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
+
+    Args:
+        predicted: sequence of shapely geometries (None allowed), shape (n_pred,), in
+            ``predicted_crs``. Never modified.
+        reference: the same for the reference layer, shape (n_ref,), in ``reference_crs``.
+        predicted_crs, reference_crs: anything ``pyproj.CRS.from_user_input`` accepts, or None
+            for both to evaluate in planar (pixel) units.
+        iou_threshold: minimum IoU for a match, in (0, 1], compared with relative tolerance 1e-9.
+        matching: "one_to_one" (greedy by descending IoU), "many_to_one" or "optimal".
+        equal_area_crs: projected CRS in metres for areas and IoU (default EPSG:6933).
+        strata: one stratum value per reference row (None/NaN: no stratum), shape (n_ref,);
+            strata_name: the column it came from, for the report.
+        size_bins: None, "auto" or increasing size-class edges in ha.
+        bootstrap: number of bootstrap resamples (0: none); bootstrap_seed: their seed (>= 0).
+        predicted_groups, reference_groups: image or tile id per row; pairs match only within
+            a group (and overlap statistics count only within a group).
+        predicted_classes, reference_classes: class name per row; a prediction matches a
+            reference of its own class or of an ancestor class in ``taxonomy``.
+        taxonomy: mapping class → parent class or list of parent classes (case-insensitive).
+        reference_ignore: bool per reference row; true rows are ignore regions (COCO's crowd
+            semantics): predictions covering them at IoU ≥ threshold, measured as
+            |p ∩ r| / |p|, are neither TP nor FP, and they are never FN.
+        predicted_scores: confidence per prediction row (None/NaN ranks last); when given,
+            COCO-style average precision is added under ``average_precision``.
+        boundary_tolerance_m: tolerance in m for boundary precision/recall/F1 and coverage
+            within tolerance (None: not computed).
+        boundary_sample_spacing_m: Δ in m for the boundary distances of matched pairs (default
+            1 m; None: max(1 m, perimeter / 1000) per boundary). Hausdorff distances are low by
+            at most Δ/2 and mean boundary distances within Δ/4 of exact. Distances are
+            measured in the WGS 84 / UTM zone of each reference field's centroid.
+        progress: receives progress and may cancel (EvaluationCanceled is raised).
+        tolerance_multiples: with a boundary tolerance, also boundary precision, recall and
+            F1 at these multiples of it (e.g. boundary_curve.TOLERANCE_MULTIPLES), under
+            ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
+            multiple; on layers of more than ``boundary_curve.CURVE_SAMPLE_SIZE`` polygons, on
+            a random sample of that many, said under ``boundary_by_tolerance.sample``).
+
+    Returns:
+        An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
+
+    Raises:
+        ValueError: a parameter out of range (its name is in the message), a CRS that is not
+            one, exactly one of the layers without a CRS, or per-row arrays of the wrong length.
+        TypeError: a layer given as a single geometry or a non-sequence.
+
+    Source: agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt); groups,
+    classes and ignore regions beyond it as documented above.
+    """
+    progress = progress or Progress()
+    iou_threshold = check_threshold(iou_threshold)
+    if matching not in MATCHING_METHODS:
+        raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
+    bootstrap = check_non_negative_int(bootstrap, "bootstrap")
+    bootstrap_seed = check_non_negative_int(bootstrap_seed, "bootstrap_seed")
+    if boundary_tolerance_m is not None:
+        boundary_tolerance_m = check_positive(boundary_tolerance_m, "boundary_tolerance_m")
+    if boundary_sample_spacing_m is not None:
+        boundary_sample_spacing_m = check_positive(
+            boundary_sample_spacing_m, "boundary_sample_spacing_m"
+        )
+    reference = geometry_array(reference, "reference")
+    predicted = geometry_array(predicted, "predicted")
+    n_ref_in, n_pred_in = len(reference), len(predicted)
+    strata = _per_row(strata, n_ref_in, "strata")
+    reference_ignore = _per_row(reference_ignore, n_ref_in, "reference_ignore")
+    ref_groups = _per_row(reference_groups, n_ref_in, "reference_groups")
+    pred_groups = _per_row(predicted_groups, n_pred_in, "predicted_groups")
+    ref_classes = _per_row(reference_classes, n_ref_in, "reference_classes")
+    pred_classes = _per_row(predicted_classes, n_pred_in, "predicted_classes")
+    scores = _per_row(predicted_scores, n_pred_in, "predicted_scores")
+    if (ref_groups is None) != (pred_groups is None):
+        raise ValueError("predicted_groups and reference_groups must be given together")
+    if (ref_classes is None) != (pred_classes is None):
+        raise ValueError("predicted_classes and reference_classes must be given together")
+    ancestors = ancestors_from_taxonomy(taxonomy)
+    ref_crs = resolve_crs(reference_crs, "reference_crs")
+    pred_crs = resolve_crs(predicted_crs, "predicted_crs")
+    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
+
+    progress.checkpoint(0, "Preparing geometries")
+    ignore_rows = (
+        np.array([is_true(v) for v in reference_ignore], dtype=bool)
+        if reference_ignore is not None
+        else np.zeros(n_ref_in, dtype=bool)
+    )
+    # Each layer is prepared in chunks on both cores.
+    # Geographic layers in a cylindrical equal-area CRS are overlaid in longitude/latitude,
+    # where their edges are straight, and measured exactly (no densification).
+    lonlat = lonlat_area_for([ref_crs, pred_crs], ea_crs)
+    ref = _prepare_rows(
+        reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference",
+        progress.span(0, 9), lonlat,
+    )
+    ignore = _prepare_rows(
+        reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference", None, lonlat
+    )
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19), lonlat)
+    warnings = check_equal_area(ea_crs, [ref.overlay, ignore.overlay, pred.overlay], lonlat)
+
+    progress.checkpoint(20, "Computing overlaps")
+    # Pairs below every IoU threshold that counts (matching, the sweep, detection) need
+    # their exact area only if they could be a field's best IoU or largest overlap: most
+    # neighbours overlapping by a sliver keep a cheap bound (overlap.settle).
+    iou_floor = min(SWEEP_THRESHOLDS[0], iou_threshold) * (1.0 - IOU_RTOL)
+    pairs = overlap_pairs(
+        ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress.span(20, 39),
+        area=ref.area_of, iou_floor=iou_floor,
+    )
+    ref_group = pred_group = ref_class = pred_class = None
+    if ref_groups is not None:
+        ref_group = normalise_labels(ref_groups, case_insensitive=False)
+        pred_group = normalise_labels(pred_groups, case_insensitive=False)
+    if ref_classes is not None:
+        ref_class = normalise_labels(ref_classes, case_insensitive=True)
+        pred_class = normalise_labels(pred_classes, case_insensitive=True)
+
+    def pair_sets(pairs):
+        """(same group, and also compatible classes): bool masks over the pairs."""
+        same_group = np.ones(pairs.n, dtype=bool)
+        if ref_group is not None:
+            same_group = (ref_group[ref.keep][pairs.reference]
+                          == pred_group[pred.keep][pairs.predicted])
+        compatible = same_group.copy()
+        if ref_class is not None:
+            compatible &= compatible_classes(
+                pred_class[pred.keep][pairs.predicted],
+                ref_class[ref.keep][pairs.reference],
+                ancestors,
+            )
+        return same_group, compatible
+
+    pairs = settle(pairs, pair_sets(pairs), ref.overlay, ref.area_m2, pred.overlay,
+                   pred.area_m2, ref.area_of)
+    same_group, compatible = pair_sets(pairs)
+    candidates = pairs = pairs.subset(same_group)
+    if ref_class is not None:
+        candidates = pairs.subset(compatible[same_group])
+
+    progress.checkpoint(40, "Matching")
+    matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
+    coverage = _ignore_coverage(
+        ignore, pred, (ref_group, pred_group), (ref_class, pred_class), ancestors
+    )
+    ignored = (
+        (matches.predicted_match < 0) & at_or_above(coverage, iou_threshold) & (coverage > 0)
+    )
+
+    tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
+    progress.checkpoint(
+        45,
+        "Boundary distances" if boundary_tolerance_m is None
+        else "Boundary distances and lengths within the tolerance",
+    )
+    zones, zoned = _boundary_metrics(
+        ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
+        boundary_tolerance_m, progress,
+    )
+    progress.checkpoint(75, "Summarising")
+    tolerance = boundary_tolerance_m is not None
+    quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
+    metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
+    warnings += _data_warnings(ref, ignore, pred, ea_crs)
+    warnings += _empty_layer_warnings(n_ref_in, n_pred_in)
+    if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
+        # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
+        metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
+        if not _only_missing_dropped(ref, ignore, pred):
+            warnings.append(
+                "No row of either layer could be evaluated (see the rows not evaluated): the "
+                "rates of 1.0 are the convention for two empty layers and say nothing about "
+                "the data"
+            )
+            logger.warning(warnings[-1])
+    metrics.update(
+        {
+            "iou_threshold": iou_threshold,
+            "matching": matching,
+            "equal_area_crs": crs_label(ea_crs),
+            "count_fp_unassigned": int(
+                round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
+            ),
+            "threshold_sweep": threshold_sweep(candidates, ref.n, pred.n, matching, coverage),
+            "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
+            "count_predicted_dropped": pred.n_dropped,
+            "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
+            "dropped_by_reason": {
+                "reference": {
+                    reason: count + ignore.n_dropped_by_reason[reason]
+                    for reason, count in ref.n_dropped_by_reason.items()
+                },
+                "predicted": pred.n_dropped_by_reason,
+            },
+            "count_predicted_repaired": pred.n_repaired,
+            "count_ignore_regions": ignore.n,
+            "count_predicted_ignored": int(ignored.sum()),
+            "distance_crs": (
+                "WGS 84 / UTM zone of each polygon's centroid" if ea_crs is not None
+                else "none (planar units)"
+            ),
+            "boundary_sample_spacing_m": boundary_sample_spacing_m,
+            "boundary_sample_spacing_max_m": _finite_max(
+                tables.reference["boundary_sample_spacing_m"]
+            ),
+            "utm_epsg_codes": zones,
+        }
+    )
+    if tolerance:
+        metrics["boundary_tolerance_m"] = boundary_tolerance_m
+    if tolerance and tolerance_multiples:
+        progress.checkpoint(76, "Boundary F1 at larger tolerances")
+        metrics["boundary_by_tolerance"] = _boundary_curve(
+            zoned, boundary_tolerance_m, ignored, tolerance_multiples, progress.span(76, 80),
+        )
+        for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
+            # The same value as the metric, to the last bit (a sampled curve keeps its own).
+            curve = metrics["boundary_by_tolerance"]
+            if tolerance_multiples[0] == 1.0 and curve["sample"] is None:
+                curve[key][0] = metrics[key]
+    metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
+    matched_iou = tables.reference["iou"][tables.reference["matched"]]
+    metrics.update(_distribution("iou", matched_iou))
+    metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
+
+    per_reference = tables.reference
+    detection, detection_columns = detection_scores(
+        candidates, ref.n, pred.n, iou_threshold, coverage,
+        None if ref_group is None else (ref_group, pred_group, ref.keep, pred.keep),
+        greedy=matches if matching == "one_to_one" else None,
+    )
+    metrics.update(detection)
+    per_reference.update(detection_columns)
+    groups: dict[str, Groups] = {}
+    if strata is not None:
+        groups["per_stratum"] = strata_groups(strata[ref.keep])
+        per_reference["stratum"] = np.array(groups["per_stratum"].values, dtype=object)
+        metrics["strata_column"] = strata_name
+        metrics["count_reference_no_stratum"] = groups["per_stratum"].n_missing
+    if size_bins is not None:
+        groups["per_size_class"] = size_groups(size_bins, ref.area_m2)
+        per_reference["size_class"] = np.array(groups["per_size_class"].values, dtype=object)
+        metrics["size_class_edges_ha"] = [float(e) for e in groups["per_size_class"].edges]
+        metrics["count_reference_outside_size_classes"] = groups["per_size_class"].n_missing
+    for kind, group in groups.items():
+        metrics[kind] = {}
+        for code, key in enumerate(group.keys):
+            members = group.members(code)
+            entry = {"n": len(members)}
+            if kind == "per_size_class":
+                entry["lower_ha"] = float(group.edges[code])
+                entry["upper_ha"] = float(group.edges[code + 1])
+            entry.update(_group_metrics(quantities, unassigned, tables, members, tolerance))
+            metrics[kind][key] = entry
+    if ref_group is not None:
+        metrics["per_group"] = _counts_by_label(
+            ref_group[ref.keep], pred_group[pred.keep], tables, by_match=False
+        )
+    if ref_class is not None:
+        metrics["per_class"] = _counts_by_label(
+            ref_class[ref.keep], pred_class[pred.keep], tables, by_match=True
+        )
+    if scores is not None:
+        progress.checkpoint(80, "Average precision")
+        metrics["average_precision"] = _average_precision(
+            ref, ignore, pred, _as_scores(scores)[pred.keep], (ref_group, pred_group),
+            (ref_class, pred_class), ancestors, planar=ea_crs is None,
+        )
+    if bootstrap:
+        progress.checkpoint(85, "Bootstrap")
+        pool_codes = (
+            groups["per_stratum"].codes
+            if "per_stratum" in groups
+            else np.zeros(ref.n, dtype=np.int64)
+        )
+        metrics["bootstrap"] = _bootstrap(
+            quantities, unassigned, groups, bootstrap, bootstrap_seed, pool_codes, metrics,
+            tolerance, progress,
+        )
+
+    parameters = {
+        "iou_threshold": iou_threshold,
+        "matching": matching,
+        "equal_area_crs": crs_label(ea_crs),
+        "size_bins": size_bins,
+        "bootstrap": bootstrap,
+        "bootstrap_seed": bootstrap_seed,
+        "taxonomy": {k: sorted(v) for k, v in ancestors.items()} or None,
+        "boundary_tolerance_m": boundary_tolerance_m,
+        "boundary_sample_spacing_m": boundary_sample_spacing_m,
+    }
+    progress.checkpoint(100, "Evaluation done")
+    return Evaluation(
+        metrics, parameters, ref, pred, per_reference, tables.predicted, warnings,
+        pairs=pairs, candidates=candidates, ignore_coverage=coverage,
+        quantities=quantities, unassigned=unassigned,
+    )
+
+
+def precision_among_overlapping(metrics: dict) -> float:
+    """Precision among the predictions that overlap a reference field:
+    count_tp / (count_tp + count_fp − count_fp_unassigned); 0 on an empty denominator, 1 when
+    both layers are empty (as precision). For registries that cover only some fields, where a
+    prediction on an unregistered field is no error of the model.
+
+    Source: agribound 1.0 evaluation, count_fp_unassigned ("precision computed without them").
+    """
+    tp, fp = metrics["count_tp"], metrics["count_fp"]
+    denominator = tp + fp - metrics["count_fp_unassigned"]
+    if denominator == 0:  # no prediction counted (precision's rule), or none overlaps
+        return float(metrics["precision"]) if tp + fp == 0 else 0.0
+    return tp / denominator
+
+
+@dataclass(frozen=True)
+class _Tables:
+    reference: dict
+    predicted: dict
+    pred_home: np.ndarray  # reference position of each prediction's home, -1 for none
+    matched_pred: np.ndarray  # per reference: matched predicted position, -1
+    n_above_ref: np.ndarray
+    n_above_pred: np.ndarray
+
+
+def _tables(ref, pred, pairs, matches, ignored, iou_threshold) -> _Tables:
+    """Per-reference and per-prediction columns from the pairs and the matches."""
+    ref_match = matches.reference_match
+    pred_match = matches.predicted_match
+    ref_matched = ref_match >= 0
+    pred_matched = pred_match >= 0
+    mr = np.flatnonzero(ref_matched)
+    mp = np.flatnonzero(pred_matched)
+
+    ref_iou = np.full(ref.n, np.nan)
+    ref_iou[mr] = pairs.iou[pairs.find(mr, ref_match[mr])]
+    pred_iou = np.full(pred.n, np.nan)
+    pred_iou[mp] = pairs.iou[pairs.find(pred_match[mp], mp)]
+    pred_area_matched = np.full(ref.n, np.nan)
+    pred_area_matched[mr] = pred.area_m2[ref_match[mr]]
+    ref_area_matched = np.full(pred.n, np.nan)
+    ref_area_matched[mp] = ref.area_m2[pred_match[mp]]
+
+    best_iou_ref = np.zeros(ref.n)
+    np.maximum.at(best_iou_ref, pairs.reference, pairs.iou)
+    best_iou_pred = np.zeros(pred.n)
+    np.maximum.at(best_iou_pred, pairs.predicted, pairs.iou)
+    max_overlap_pred = argmax_per_group(
+        pairs.reference, pairs.intersection_m2, pairs.predicted, ref.n
+    )
+    max_overlap_ref = argmax_per_group(
+        pairs.predicted, pairs.intersection_m2, pairs.reference, pred.n
+    )
+
+    # Persello & Bruzzone (2010) maximum-overlap pairing: p' maximises |r ∩ p'|.
+    inter_max = np.zeros(ref.n)
+    np.maximum.at(inter_max, pairs.reference, pairs.intersection_m2)
+    has_overlap = max_overlap_pred >= 0
+    oversegmentation = np.clip(1.0 - inter_max / ref.area_m2, 0.0, 1.0)
+    undersegmentation = np.full(ref.n, np.nan)
+    undersegmentation[has_overlap] = np.clip(
+        1.0 - inter_max[has_overlap] / pred.area_m2[max_overlap_pred[has_overlap]], 0.0, 1.0
+    )
+    above = at_or_above(pairs.iou, iou_threshold)
+
+    reference = {
+        "area_m2": ref.area_m2,
+        "area_ha": ref.area_m2 / 1e4,
+        "matched": ref_matched,
+        "pred_index": _input_position(pred, ref_match),
+        "iou": ref_iou,
+        "pred_area_m2": pred_area_matched,
+        "best_iou": best_iou_ref,
+        "n_overlapping_pred": np.bincount(pairs.reference, minlength=ref.n),
+        "max_overlap_pred_index": _input_position(pred, max_overlap_pred),
+        "oversegmentation": oversegmentation,
+        "undersegmentation": undersegmentation,
+    }
+    predicted = {
+        "area_m2": pred.area_m2,
+        "matched": pred_matched,
+        "ref_index": _input_position(ref, pred_match),
+        "iou": pred_iou,
+        "ref_area_m2": ref_area_matched,
+        "best_iou": best_iou_pred,
+        "overlaps_reference": max_overlap_ref >= 0,
+        "ignored": ignored,
+    }
+    return _Tables(
+        reference=reference,
+        predicted=predicted,
+        # Home reference of a prediction: its match, else the reference it overlaps most.
+        pred_home=np.where(pred_matched, pred_match, max_overlap_ref),
+        matched_pred=ref_match,
+        n_above_ref=np.bincount(pairs.reference[above], minlength=ref.n),
+        n_above_pred=np.bincount(pairs.predicted[above], minlength=pred.n),
+    )
+
+
+def _quantities(ref, pred, tables: _Tables, tolerance_m):
+    """Per-reference quantity matrix (n_ref, len(QUANTITIES)) and the sums of predictions
+    that have no home reference (len(QUANTITIES),); see metrics.QUANTITIES."""
+    r, p = tables.reference, tables.predicted
+    matched = r["matched"]
+    m = matched.astype(float)
+    q = np.zeros((ref.n, len(QUANTITIES)))
+    q[:, Q["n_ref"]] = 1.0
+    q[:, Q["area_ref"]] = ref.area_m2
+    q[:, Q["tp"]] = m
+    q[:, Q["iou_tp"]] = np.where(matched, r["iou"], 0.0)
+    q[:, Q["best_iou"]] = r["best_iou"]
+    area_error = np.where(matched, r["pred_area_m2"] - ref.area_m2, 0.0)
+    q[:, Q["abs_area_err_tp"]] = np.abs(area_error)
+    q[:, Q["signed_area_err_tp"]] = area_error
+    q[:, Q["area_ref_tp"]] = ref.area_m2 * m
+    q[:, Q["os"]] = r["oversegmentation"]
+    q[:, Q["us"]] = np.nan_to_num(r["undersegmentation"], nan=0.0)
+    q[:, Q["us_defined"]] = np.isfinite(r["undersegmentation"])
+    q[:, Q["legacy_overseg"]] = tables.n_above_ref > 1
+    has_distance = matched & np.isfinite(r["boundary_mean_distance_m"])
+    q[:, Q["n_dist"]] = has_distance
+    q[:, Q["hausdorff"]] = np.where(has_distance, r["hausdorff_m"], 0.0)
+    q[:, Q["mean_dist"]] = np.where(has_distance, r["boundary_mean_distance_m"], 0.0)
+    if tolerance_m is not None:
+        q[:, Q["perim_ref"]] = r["perimeter_m"]
+        q[:, Q["within_len_ref"]] = r["boundary_within_tolerance_m"]
+        q[:, Q["within_tol"]] = r["within_tolerance"]
+        q[:, Q["area_within_tol"]] = ref.area_m2 * r["within_tolerance"]
+    counted = ~p["ignored"]  # predictions on ignore regions are neither TP nor FP
+    home = tables.pred_home
+    homed = (home >= 0) & counted
+    unhomed = (home < 0) & counted
+    unassigned = np.zeros(len(QUANTITIES))
+    for name, values in {
+        "n_pred": np.ones(pred.n),
+        "n_pred_matched": p["matched"].astype(float),
+        "area_pred": pred.area_m2,
+        "area_pred_matched": pred.area_m2 * p["matched"],
+        "legacy_underseg": (tables.n_above_pred > 1).astype(float),
+        "perim_pred": p.get("perimeter_m", np.zeros(pred.n)),
+        "within_len_pred": p.get("boundary_within_tolerance_m", np.zeros(pred.n)),
+    }.items():
+        q[:, Q[name]] = np.bincount(home[homed], weights=values[homed], minlength=ref.n)
+        unassigned[Q[name]] = values[unhomed].sum()
+    return q, unassigned
+
+
+def _group_metrics(quantities, unassigned, tables: _Tables, members, tolerance) -> dict:
+    """Metrics of the reference fields ``members`` (all fields and unassigned predictions
+    when None). An empty group has undefined (NaN) rates rather than 0."""
+    if members is None:
+        sums = quantities.sum(axis=0) + unassigned
+        members = np.arange(len(quantities))
+        empty_rate = 0.0
+    else:
+        sums = quantities[members].sum(axis=0)
+        empty_rate = np.nan if len(members) == 0 else 0.0
+    metrics = to_builtin(metrics_from_sums(sums, empty_rate=empty_rate, tolerance=tolerance))
+    r = tables.reference
+    matched = members[r["matched"][members]]
+    metrics["median_area_ha"] = nan_median(r["area_ha"][members])
+    metrics["hausdorff_median_m"] = nan_median(r["hausdorff_m"][matched])
+    metrics["boundary_distance_median_m"] = nan_median(r["boundary_mean_distance_m"][matched])
+    return metrics
+
+
+def _distribution(name: str, values: np.ndarray) -> dict:
+    """Median and 10th percentile (the spatial_iou_guide's advice: report distributions)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return {f"{name}_median": float("nan"), f"{name}_p10": float("nan")}
+    return {
+        f"{name}_median": float(np.median(values)),
+        f"{name}_p10": float(np.percentile(values, 10)),
+    }
+
+
+def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) -> dict:
+    """Counts, precision, recall, F1 and mean IoU per group or class label.
+
+    TP and FN count references by their own label; predictions count by their own label,
+    except (``by_match``, for classes) a matched prediction, which counts with the class of
+    the reference it matched (a child class answering for its parent). Ignored predictions
+    are not counted.
+    """
+    r, p = tables.reference, tables.predicted
+    pred_key = pred_label.copy()
+    if by_match:
+        matched = np.flatnonzero(p["matched"])
+        pred_key[matched] = ref_label[tables.pred_home[matched]]
+    counted = ~p["ignored"]
+    out = {}
+    for label in sorted(set(ref_label) | set(pred_key[counted])):
+        in_ref = ref_label == label
+        in_pred = (pred_key == label) & counted
+        tp = int(np.sum(r["matched"] & in_ref))
+        fp = int(np.sum(in_pred & ~p["matched"]))
+        fn = int(np.sum(in_ref & ~r["matched"]))
+        precision = float(ratio(tp, tp + fp, 0.0))
+        recall = float(ratio(tp, tp + fn, 0.0))
+        out[label] = {  # the missing label is labels.MISSING (""), as in average precision
+            "count_reference": int(in_ref.sum()),
+            "count_predicted": int(in_pred.sum()),
+            "count_tp": tp,
+            "count_fp": fp,
+            "count_fn": fn,
+            "precision": precision,
+            "recall": recall,
+            "f1": float(f1_score(precision, recall)),
+            "iou_mean": float(ratio(np.nansum(r["iou"][in_ref & r["matched"]]), tp, 0.0)),
+        }
+    return out
+
+
+def _bootstrap(
+    quantities, unassigned, groups, n_resamples, seed, pool_codes, metrics, tolerance, progress
+):
+    """Percentile intervals of BOOTSTRAP_KEYS, resampling reference fields (within strata);
+    per-group intervals go into the per_stratum / per_size_class entries."""
+    targets = [("overall", None, None)] + [
+        (kind, key, group.members(code))
+        for kind, group in groups.items()
+        for code, key in enumerate(group.keys)
+    ]
+    names = BOOTSTRAP_KEYS + (BOOTSTRAP_TOLERANCE_KEYS if tolerance else ())
+    replicates = {(kind, key): np.empty((n_resamples, len(names))) for kind, key, _ in targets}
+    info = {
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence_level": 0.95,
+        "method": "percentile",
+        "resampling": "reference fields with replacement"
+        + (" within strata" if "per_stratum" in groups else ""),
+        "ci": {},
+        "n_undefined": {},
+    }
+    if len(quantities) == 0:
+        logger.warning("No reference fields to resample; bootstrap intervals are not computed")
+        return info
+
+    def report(fraction):
+        progress.checkpoint(85 + 14 * fraction)  # "Bootstrap" was said once, at 85 %
+
+    for first, weights in bootstrap_weights(n_resamples, seed, pool_codes, report):
+        last = first + len(weights)
+        for kind, key, idx in targets:
+            if idx is None:
+                sums = weights @ quantities + unassigned
+            else:
+                sums = weights[:, idx] @ quantities[idx]
+            values = metrics_from_sums(sums, empty_rate=np.nan, tolerance=tolerance)
+            replicates[(kind, key)][first:last] = np.column_stack(
+                [values[name] for name in names]
+            )
+    for kind, key, _ in targets:
+        ci, undefined = {}, {}
+        for j, name in enumerate(names):
+            ci[name], n_undefined = percentile_interval(replicates[(kind, key)][:, j])
+            if n_undefined:
+                undefined[name] = n_undefined
+        if kind == "overall":
+            info["ci"], info["n_undefined"] = ci, undefined
+        else:
+            metrics[kind][key]["ci"] = ci
+            if undefined:
+                metrics[kind][key]["ci_n_undefined"] = undefined
+    return info
+
+
+def _boundary_metrics(
+    ref, pred, tables: _Tables, crss, spacing_m, tolerance_m, progress: Progress
+) -> tuple[list[int], tuple]:
+    """Add the boundary columns to the per-reference (and per-prediction) tables; returns the
+    UTM zones used and the layers measured, (reference, predicted) ``ZonedLayer``.
+
+    Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
+    both polygons in the reference field's UTM zone (a pair wider than a zone or beyond ±80°:
+    in a scale-corrected conformal CRS), and distance_crs saying which; every reference gets
+    perimeter_m and utm_epsg. With a tolerance, both layers get boundary_within_tolerance_m (each polygon in
+    its own zone, against the other layer's boundaries), and references boundary_recall and
+    within_tolerance (matched with a mean boundary distance within the tolerance).
+    Source: agribound seed, "Geometry and coordinate systems" and "With boundary_tolerance_m".
+    """
+    ref_crs, pred_crs, ea_crs = crss
+    r, p = tables.reference, tables.predicted
+    ref_zoned = zoned_layer(ref.source, ref_crs, _zones(ref, ea_crs))
+    pred_zoned = zoned_layer(pred.source, pred_crs, _zones(pred, ea_crs))
+    matched = np.flatnonzero(r["matched"])
+
+    def distances_of_matches(advance):
+        return matched_distances_in_utm(
+            ref_zoned, pred_zoned, matched, tables.matched_pred[matched], spacing_m,
+            progress=advance, describe_pairs=lambda k: ", ".join(
+                f"reference row {ref.keep[matched[i]]} / predicted row "
+                f"{pred.keep[tables.matched_pred[matched[i]]]}" for i in k
+            ),
+        )
+
+    if tolerance_m is None:
+        distances = distances_of_matches(progress.span(45, 75))
+    else:
+        # One after the other, each on both cores. Side by side (parallel.run_beside) they
+        # were no faster, and in some processes (PYTHONHASHSEED=4 on bench's fields_50k, about
+        # half of all runs) the tolerance stage then took 9x the time and 2.5 GB: not
+        # understood yet (bench/README.md, third session).
+        distances = distances_of_matches(progress.span(45, 65))
+        within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm(
+            ref_zoned, pred_zoned, tolerance_m, progress=progress.span(65, 75)
+        )
+    for name, values in (
+        ("hausdorff_m", distances.hausdorff_m),
+        ("boundary_mean_distance_m", distances.mean_distance_m),
+        ("boundary_sample_spacing_m", distances.spacing_m),
+    ):
+        r[name] = np.full(ref.n, np.nan)
+        r[name][matched] = values
+    if tolerance_m is None:
+        r["perimeter_m"] = (
+            shapely.length(shapely.boundary(ref_zoned.local)) if ref.n else np.zeros(0)
+        )
+    else:
+        r["perimeter_m"] = perimeter_ref
+    r["utm_epsg"] = ref_zoned.epsg
+    r["distance_crs"] = np.full(ref.n, "", dtype=object)
+    r["distance_crs"][matched] = distances.distance_crs
+    if tolerance_m is not None:
+        r["boundary_within_tolerance_m"] = within_ref
+        r["boundary_recall"] = ratio(within_ref, perimeter_ref, np.nan)
+        r["within_tolerance"] = r["matched"] & (
+            np.nan_to_num(r["boundary_mean_distance_m"], nan=np.inf) <= tolerance_m
+        )
+        p["perimeter_m"] = perimeter_pred
+        p["boundary_within_tolerance_m"] = within_pred
+    return utm_epsg_codes(ref_zoned, pred_zoned), (ref_zoned, pred_zoned)
+
+
+def _boundary_curve(zoned, tolerance_m, ignored, multiples, progress):
+    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary/curve.py),
+    on the UTM boundaries the boundary metrics measured (``zoned``: reference, predicted)."""
+    ref_zoned, pred_zoned = zoned
+    return boundary_f1_by_tolerance(
+        ref_zoned,
+        pred_zoned,
+        tolerance_m,
+        predicted_counted=~ignored,
+        multiples=tuple(multiples),
+        progress=progress,
+    )
+
+
+def _zones(layer: PreparedLayer, ea_crs) -> np.ndarray:
+    """UTM zone (EPSG) of each polygon: from its centroid in the equal-area CRS, as the seed
+    does; a polygon cut at the antimeridian (parts at both ends of the world there) takes the
+    zone of its centroid in its own, continuous, source coordinates instead."""
+    zones = centroid_utm_epsg(layer.geometries, ea_crs)
+    if ea_crs is None or layer.n == 0:
+        return zones
+    xmin, _, xmax, _ = shapely.bounds(layer.geometries).T
+    cut = np.flatnonzero(xmax - xmin > _HALF_WORLD_M)
+    if len(cut):
+        zones[cut] = centroid_utm_epsg(layer.source[cut], layer.crs)
+    return zones
+
+
+def _only_missing_dropped(*layers: PreparedLayer) -> bool:
+    """True when every dropped row of these layers was null or empty (nothing to evaluate),
+    none for a data error (non-polygonal, non-finite, zero area, not projectable)."""
+    return all(
+        count == 0
+        for layer in layers
+        for reason, count in layer.n_dropped_by_reason.items()
+        if reason not in ("null", "empty")
+    )
+
+
+#: How the report words each reason for not evaluating a row (prepare.DROP_REASONS).
+_DROP_WORDS = {
+    "null": "no geometry",
+    "empty": "empty geometry",
+    "not_polygonal": "points or lines",
+    "non_finite": "non-finite coordinates",
+    "zero_area": "zero area",
+    "not_projectable": "not projectable to the equal-area CRS",
+}
+
+
+def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
+    """Messages for the report about rows dropped or repaired, and about planar coordinates
+    that look like longitude/latitude (a layer whose CRS got lost)."""
+    messages = []
+    for name, layers in (("reference", (ref, ignore)), ("predicted", (pred,))):
+        n_input = sum(layer.n_input for layer in layers)
+        dropped = {
+            reason: sum(layer.n_dropped_by_reason[reason] for layer in layers)
+            for reason in layers[0].n_dropped_by_reason
+        }
+        n_dropped = sum(dropped.values())
+        if n_dropped:
+            reasons = ", ".join(
+                f"{_DROP_WORDS.get(k, k.replace('_', ' '))} {v:,}" for k, v in dropped.items() if v
+            )
+            messages.append(
+                f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
+            )
+        n_repaired = sum(layer.n_repaired for layer in layers)
+        if n_repaired:
+            messages.append(
+                f"{n_repaired:,} invalid {name} geometries were repaired (make_valid, keeping "
+                "their polygonal parts) and evaluated"
+            )
+    if ea_crs is None and ref.n + pred.n:
+        geoms = np.concatenate([ref.geometries, pred.geometries])
+        xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
+        if -180 <= xmin and xmax <= 360 and -90 <= ymin and ymax <= 90:
+            messages.append(
+                "The layers have no CRS and their coordinates look like longitude/latitude: "
+                "areas are in squared coordinate units; assign the layers their CRS"
+            )
+            logger.warning(messages[-1])  # the drop and repair counts are logged by prepare
+    return messages
+
+
+def _empty_layer_warnings(n_reference: int, n_predicted: int) -> list[str]:
+    """A warning (also logged) for each input layer without a single row, or one for both
+    when both are: the run is scored by the seed's empty-denominator rules, which say little
+    about a model."""
+    if n_reference == n_predicted == 0:
+        messages = ["Both layers are empty (no features): nothing is scored; precision, recall "
+                    "and F1 are 1.0 by convention"]
+    else:
+        messages = [f"The {name} layer is empty (no features): {rule}" for name, n, rule in (
+            ("reference", n_reference, "every prediction is a false positive, recall is 0"),
+            ("predicted", n_predicted, "every reference field is a false negative, precision "
+                                       "is 0"),
+        ) if n == 0]
+    for message in messages:
+        logger.warning(message)
+    return messages
+
+
+def _finite_max(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.max()) if len(values) else float("nan")
+
+
+def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar):
+    """COCO-style AP over the evaluated predictions, references and ignore regions.
+
+    COCO's object size ranges (32² and 96² pixels) apply in planar pixel space only; with
+    groups (images) COCO's 100 detections per image are kept, without them every prediction.
+    """
+    references = np.concatenate([ref.overlay, ignore.overlay])
+    crowd = np.r_[np.zeros(ref.n, dtype=bool), np.ones(ignore.n, dtype=bool)]
+
+    def both(labels):
+        return None if labels is None else np.concatenate([labels[ref.keep], labels[ignore.keep]])
+
+    (ref_group, pred_group), (ref_class, pred_class) = groups, classes
+    return average_precision(
+        pred.overlay,
+        scores,
+        references,
+        predicted_class=None if pred_class is None else pred_class[pred.keep],
+        reference_class=both(ref_class),
+        predicted_group=None if pred_group is None else pred_group[pred.keep],
+        reference_group=both(ref_group),
+        reference_ignore=crowd,
+        class_ancestors=ancestors or None,
+        max_detections=COCO_MAX_DETECTIONS if pred_group is not None else None,
+        area_ranges=COCO_AREA_RANGES if planar else None,
+        area=None if pred.lonlat is None else pred.area_of,
+    )
+
+
+def _as_scores(values) -> np.ndarray:
+    """Scores as floats; missing or non-numeric values become NaN (ranked last)."""
+    out = np.full(len(values), np.nan)
+    for k, value in enumerate(values):
+        if is_missing(value) or isinstance(value, bool):
+            continue
+        try:
+            out[k] = float(value)
+        except (TypeError, ValueError):
+            pass
+    return out
+
+
+def _ignore_coverage(ignore, pred, groups, classes, ancestors) -> np.ndarray:
+    """Per prediction, the largest |p ∩ r| / |p| over the ignore regions r in its group and of
+    a compatible class (0 for none): an unmatched prediction with coverage at or above the
+    threshold is ignored (COCO's crowd IoU)."""
+    coverage = np.zeros(pred.n)
+    if ignore.n == 0 or pred.n == 0:
+        return coverage
+    pairs = overlap_pairs(ignore.overlay, ignore.area_m2, pred.overlay, pred.area_m2,
+                          area=pred.area_of)
+    ok = np.ones(pairs.n, dtype=bool)
+    (ref_group, pred_group), (ref_class, pred_class) = groups, classes
+    if ref_group is not None:
+        ok &= ref_group[ignore.keep][pairs.reference] == pred_group[pred.keep][pairs.predicted]
+    if ref_class is not None:
+        ok &= compatible_classes(
+            pred_class[pred.keep][pairs.predicted], ref_class[ignore.keep][pairs.reference],
+            ancestors,
+        )
+    np.maximum.at(
+        coverage, pairs.predicted[ok], pairs.intersection_m2[ok] / pred.area_m2[pairs.predicted[ok]]
+    )
+    return coverage
+
+
+def _prepare_rows(geometries, rows, crs, ea_crs, name, progress=None,
+                  lonlat_area=None) -> PreparedLayer:
+    """prepare_layer on a subset of rows, with ``keep`` mapped back to input positions."""
+    layer = prepare_layer(geometries[rows], crs, ea_crs, name, progress, lonlat_area)
+    return dataclasses.replace(layer, keep=rows[layer.keep])
+
+
+def _per_row(values, n: int, name: str):
+    """An optional per-row sequence as an object array of length n; raises ValueError if the
+    length differs."""
+    if values is None:
+        return None
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    if len(out) != n:
+        raise ValueError(f"{name} must have one value per row ({n}), got {len(out)}")
+    return out
+
+
+def _input_position(layer: PreparedLayer, positions: np.ndarray) -> np.ndarray:
+    """Map positions among a layer's evaluated rows to input positions; -1 stays -1."""
+    out = np.full(len(positions), -1, dtype=np.int64)
+    valid = positions >= 0
+    out[valid] = layer.keep[positions[valid]]
+    return out

@@ -1,0 +1,87 @@
+"""Report data (metrics, parameters, inputs, provenance), its JSON text, and atomic file writes
+(the HTML reports: reports/html.py and each algorithm's report module)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyproj
+import shapely
+
+from ..evaluation.evaluate import Evaluation
+from .html import json_safe
+
+def library_versions() -> dict[str, str]:
+    """Versions of Python and of the libraries that decide the scores."""
+    return {
+        "python": platform.python_version(),
+        "shapely": shapely.__version__,
+        "geos": shapely.geos_version_string,
+        "pyproj": pyproj.__version__,
+        "proj": pyproj.proj_version_str,
+        "numpy": np.__version__,
+        **_optional_versions(("scipy", "matplotlib", "jinja2")),
+    }
+
+
+def _optional_versions(names) -> dict[str, str]:
+    """Versions of optional libraries, "not installed" for those missing."""
+    import importlib
+
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.import_module(name).__version__
+        except ImportError:
+            versions[name] = "not installed"
+    return versions
+
+
+def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict:
+    """The report as a JSON-ready dict: metrics, parameters, inputs, provenance.
+
+    Args:
+        evaluation: the result of ``evaluate``.
+        inputs: what was read, e.g. {"reference": {"source": ..., "feature_count": ...}, ...}.
+        provenance: versions known only to the caller (plugin, QGIS); library versions are added.
+    """
+    return {
+        "metrics": evaluation.metrics,
+        "parameters": evaluation.parameters,
+        "inputs": inputs,
+        "provenance": {**provenance, **library_versions()},
+        "warnings": list(evaluation.warnings),
+    }
+
+
+def to_json_text(report: dict) -> str:
+    """JSON text with NaN and infinities written as null (they are not valid JSON)."""
+    return json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write text to a temporary file beside ``path`` and rename it into place.
+
+    Raises OSError if the folder cannot be written.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~_current_umask())  # mkstemp makes it private
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
