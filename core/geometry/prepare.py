@@ -142,6 +142,8 @@ class PreparedLayer:
             extents and drawings; not for areas).
         area_of: the area function of ``overlay`` geometries and their overlays:
             ``shapely.area``, or the ``exact_area.LonLatArea`` given.
+        equal_area_crs: the CRS of ``geometries`` (None in planar units or when the layer is
+            in it already).
     """
 
     name: str
@@ -156,6 +158,7 @@ class PreparedLayer:
     drop_reason: np.ndarray = field(repr=False)
     lonlat: np.ndarray | None = field(default=None, repr=False)
     area_of: Callable[[np.ndarray], np.ndarray] = shapely.area
+    equal_area_crs: pyproj.CRS | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -166,6 +169,14 @@ class PreparedLayer:
         """The geometries to overlay and measure with ``area_of``: ``lonlat`` when there,
         else ``geometries``; object array, shape (n,)."""
         return self.geometries if self.lonlat is None else self.lonlat
+
+    def to_map(self, geoms: np.ndarray) -> np.ndarray:
+        """Geometries of the ``overlay`` space (object array, shape (n,)) in the equal-area
+        CRS: the same objects for a layer without ``lonlat``, else their vertices projected as
+        they are (``lonlat_to_map``: for centroids, hulls and extents, not for areas)."""
+        if self.lonlat is None:
+            return geoms
+        return lonlat_to_map(np.asarray(geoms, dtype=object), self.area_of, self.equal_area_crs)
 
     @property
     def n_dropped_by_reason(self) -> dict[str, int]:
@@ -254,6 +265,7 @@ def prepare_layer(
         drop_reason=reason,
         lonlat=None if lonlat is None else lonlat[keep],
         area_of=shapely.area if lonlat_area is None else lonlat_area,
+        equal_area_crs=equal_area_crs if reproject else None,
     )
     if layer.n_dropped:
         counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
@@ -401,7 +413,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
         if beyond.any():
             lonlat[beyond] = split_at_antimeridian(lonlat[beyond], half_turn)
         _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
-        projected = _drop_non_finite(_lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
+        projected = _drop_non_finite(lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
@@ -420,7 +432,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
     return _Chunk(reason, source, projected, area, repaired, lonlat)
 
 
-def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
+def lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
     """The vertices of longitude/latitude polygons (object array, shape (n,), cut at ±180°)
     projected by PROJ to the equal-area CRS, the polygons cut where that CRS's world ends
     (its central meridian ± 180°, the same cut when it is 0°): every part lies within the
