@@ -235,3 +235,21 @@ def test_longitude_latitude_layers_are_not_densified():
         for layer in (prepared_pair.predicted, prepared_pair.reference):
             assert layer.lonlat is not None
             assert shapely.get_num_coordinates(layer.overlay).sum() <= given + 20
+
+
+@pytest.mark.parametrize("way", ["lonlat", "densified"])
+def test_an_edge_of_a_full_turn_runs_along_the_antimeridian_or_its_parallel(way):
+    """An edge from 180° to -180°: along ±180° in a part that the short way closes (the
+    western half of Wrangel Island as world-atlas's TopoJSON cuts it: it was read as drawn, a
+    band round the world 22 times the island's area, and Fiji 29 times its own); along its
+    parallel in a part that the short way makes wind round the world (a band drawn from -180°
+    to 180° along its southern edge)."""
+    half_island = shapely.Polygon([(-180, 70.99), (179.87, 70.96), (178.8, 70.8), (178.62, 71.04),
+                                   (179.77, 71.49), (180, 71.537), (-180, 70.99)])
+    as_cut = shapely.Polygon([(180 if x == -180 else x, y)
+                              for x, y in half_island.exterior.coords])
+    band = shapely.Polygon([(-180, 70), (-60, 75), (60, 72), (180, 70), (180, 60), (-180, 60)])
+    layer = prepared([half_island, band], way)
+    assert list(layer.drop_reason) == ["", ""]
+    assert layer.area_m2[0] == pytest.approx(straightforward_area(as_cut), rel=1e-7)
+    assert layer.area_m2[1] == pytest.approx(straightforward_area(band), rel=1e-7)

@@ -29,14 +29,16 @@ part:
    within 1e-4° of the map's edges are snapped onto them (180.00000000000014° and
    -180.0000152° become ±180°, 179.99995° becomes 180°). Bound: the part's area moves by at
    most two meridian strips 1e-4° wide over its latitudes (``snap_full_turns``).
-2. *The short way.* An edge whose longitudes differ by more than half a turn and less than a
-   full one crosses ±180° the short way (a field written from 179° to -179°). A ring that then
-   winds once round the world encloses the pole nearer its mean latitude and is closed through
-   it from its vertex nearest that pole. Longitudes beyond ±180° (a field written from 179° to
-   181°) are read modulo a turn.
-3. *Drawn across the map.* A part with an edge of a full turn or more (along its parallel
-   across the map: box(-180, 80, 180, 90)), or that rule 2 would make a sliver narrower than
-   1e-4° across ±180° (box(-180, 80, 179.99995, 90)), is read as drawn.
+2. *The short way.* An edge whose longitudes differ by more than half a turn crosses ±180°
+   the short way (a field written from 179° to -179°; an edge from 180° to -180° runs along
+   the antimeridian, as world-atlas's TopoJSON cuts Wrangel Island). A ring that then winds
+   once round the world encloses the pole nearer its mean latitude and is closed through it
+   from its vertex nearest that pole (world-atlas's Antarctica, a ring along its coast).
+   Longitudes beyond ±180° (a field written from 179° to 181°) are read modulo a turn.
+3. *Drawn across the map.* A part is read as drawn when rule 2 would make it a sliver narrower
+   than 1e-4° across ±180° (box(-180, 80, 180, 90) and box(-180, 80, 179.99995, 90): caps
+   drawn flat), or when it has an edge of a full turn or more and rule 2 would make it wind
+   round the world (a band drawn along its southern parallel from -180° to 180°).
 
 These steps run in the order 2, 3, 1. What they cannot tell apart, and read by the rule: a
 polygon narrower than 1e-4° in all (11 m at the equator) written across ±180° with longitudes
@@ -607,10 +609,13 @@ def unwrap_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarr
     its mean latitude and back, from the ring's vertex nearest that pole (along that meridian
     the ring meets nothing; from any other vertex the closing meridian may cross the ring, as it
     crossed Antarctica's peninsula from its first vertex). Left as they are (read as drawn):
-    collections, polygon parts with an edge of a full turn or more (such as box(-180, 80, 180,
-    90), a cap drawn flat), and parts that the short way would make a sliver narrower than
-    ``FULL_TURN_SNAP_DEG`` across ±180° (box(-180, 80, 179.99995, 90): a cap drawn flat a
-    hair short of the map's edge, not a sliver 5e-5° wide).
+    collections; parts that the short way would make a sliver narrower than
+    ``FULL_TURN_SNAP_DEG`` across ±180° (box(-180, 80, 180, 90), a cap drawn flat, and
+    box(-180, 80, 179.99995, 90), one a hair short of the map's edge: not slivers 0° or 5e-5°
+    wide); and parts with an edge of a full turn or more (along a parallel across the map) that
+    the short way would make wind round the world (a band drawn along its southern edge from
+    -180° to 180°). An edge of a full turn in a part that the short way closes runs along
+    ±180° (an island cut there, one edge written from 180° to -180°).
 
     Returns a new object array, shape (n,); rows that need no change are the same objects.
     """
@@ -926,7 +931,13 @@ def _unwrap_polygons(geoms: np.ndarray, half_turn: float) -> np.ndarray:
     polar_part = np.zeros(n_parts, dtype=bool)
     polar_part[ring_part[polar]] = True
     sliver = ~polar_part & (high - low <= FULL_TURN_SNAP_DEG / 180.0 * half_turn)
-    wide_parts = np.union1d(wide_parts, np.flatnonzero(sliver))
+    # A part with an edge of a full turn (or more) that the short way makes wind round the
+    # world is drawn flat along that edge's parallel (a band drawn from -180° to 180° along
+    # its southern edge); one that the short way closes is cut along ±180° (world-atlas draws
+    # Wrangel Island's western half with an edge from 180° to -180°).
+    full_turn = np.zeros(n_parts, dtype=bool)
+    full_turn[wide_parts] = True
+    wide_parts = np.flatnonzero(sliver | (full_turn & polar_part))
     if polar.any():
         coords, coord_ring = _close_through_poles(coords, coord_ring, start, end, polar,
                                                   shell, shell_of_ring, half_turn)
