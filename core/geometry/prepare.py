@@ -47,9 +47,9 @@ continuous longitudes (179.99996° to 180.00004°) or cut at 180° it is read ri
 wider one in any form (a UTM square reprojected with vertices 1e-5° either side of 180°).
 Not handled: a boundary through the pole itself.
 Rows no projection can map (a latitude beyond ±90°, a part whose longitudes span more than a
-full turn by more than 1e-4°) are dropped as not projectable. In a cylindrical equal-area CRS centred off Greenwich
-(+proj=cea +lon_0=100) the projected parts are cut where that CRS's world ends (80° W), not at
-±180°.
+full turn by more than 1e-4°) are dropped as not projectable. In a cylindrical equal-area CRS
+centred off Greenwich (+proj=cea +lon_0=100) the projected parts are cut where that CRS's world
+ends (80° W), not at ±180°.
 """
 
 from __future__ import annotations
@@ -515,10 +515,11 @@ def snap_full_turns(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarray:
     apart (odd multiples of ``half_turn``: -180° and 180° for every layer written in -180…180).
     Such a part (Antarctica, a cap drawn flat, a band round the world) ends at the map's edges:
     a longitude 1e-13° beyond 180° or 5e-5° short of it is their rounding, not a sliver of
-    ground on the far side of the antimeridian nor a gap. Each vertex moves by at most ``FULL_TURN_SNAP_DEG`` in
-    longitude, so the part's area changes by at most the ground of two meridian strips that
-    wide over its latitudes (at most 2.8e8 m² on the WGS 84 ellipsoid, the two strips from
-    pole to pole; 1e-5 relative for Antarctica, whose edges at ±180° run from 84.3° S down).
+    ground on the far side of the antimeridian nor a gap. Each vertex moves by at most
+    ``FULL_TURN_SNAP_DEG`` in longitude, so the part's area changes by at most the ground of
+    two meridian strips that wide over the latitudes of the vertices moved (at most 2.8e8 m²
+    on the WGS 84 ellipsoid, two strips from pole to pole; for Natural Earth's Antarctica,
+    whose vertices that near ±180° lie south of 78° S, at most 3e6 m², 3e-7 of its area).
     Other parts and rows are unchanged (rows that need no change are the same objects).
     """
     out = np.array(geoms, dtype=object, copy=True)
