@@ -28,6 +28,7 @@ from ..matching.grouping import (
 )
 from ..matching.summary import metrics_from_sums
 from ..util.progress import Progress
+from ..util.versions import library_versions
 
 #: Metrics shown side by side (the headline of the main evaluation and the distribution).
 COMPARED_KEYS = (
@@ -252,8 +253,6 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
     compared metrics per layer; ``inputs`` ({role: description}) and ``provenance`` are the
     caller's (library versions are added when missing); ``warnings`` name their layer.
     """
-    from ..reports.data import library_versions  # report imports evaluate: keep it lazy here
-
     first = comparison.evaluations[0]
     warnings = [
         f"{name}: {message}"

@@ -5,41 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import pyproj
-import shapely
-
 from ..evaluation.evaluate import Evaluation
+from ..util.versions import library_versions
 from .html import json_safe
-
-def library_versions() -> dict[str, str]:
-    """Versions of Python and of the libraries that decide the scores."""
-    return {
-        "python": platform.python_version(),
-        "shapely": shapely.__version__,
-        "geos": shapely.geos_version_string,
-        "pyproj": pyproj.__version__,
-        "proj": pyproj.proj_version_str,
-        "numpy": np.__version__,
-        **_optional_versions(("scipy", "matplotlib", "jinja2")),
-    }
-
-
-def _optional_versions(names) -> dict[str, str]:
-    """Versions of optional libraries, "not installed" for those missing."""
-    import importlib
-
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = importlib.import_module(name).__version__
-        except ImportError:
-            versions[name] = "not installed"
-    return versions
 
 
 def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict:

@@ -1,5 +1,5 @@
 """Utilities every stage uses: checks of caller-supplied numbers, progress and cancellation,
-threads over both cores, memory checks, the allocator, the words of messages.
+threads over both cores, memory checks, the allocator, the words of messages, library versions.
 """
 
 from .checks import (  # noqa: F401
@@ -25,6 +25,9 @@ from .memory import (  # noqa: F401
     InsufficientMemoryError,
     available_bytes,
     check_memory,
+)
+from .versions import (  # noqa: F401
+    library_versions,
 )
 from .wording import (  # noqa: F401
     count_of,
@@ -61,6 +64,7 @@ __all__ = [
     "enter",
     "is_missing",
     "leave",
+    "library_versions",
     "run_beside",
     "run_chunks",
     "split",
