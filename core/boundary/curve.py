@@ -17,7 +17,8 @@ import numpy as np
 import shapely
 
 from .distances import ZonedLayer
-from ..matching.summary import f1_score, ratio
+from ..matching.summary import f1_score
+from ..util.rates import safe_divide
 from .tolerance import tolerance_lengths_in_utm_at
 
 #: Tolerances of the curve, as multiples of the chosen boundary tolerance.
@@ -100,9 +101,11 @@ def boundary_f1_by_tolerance(
     out["sample"] = sample
     for k, multiple in enumerate(multiples):
         precision = float(
-            ratio(np.sum(within_pred[k][counted]), np.sum(perimeter_pred[counted]), empty)
+            safe_divide(np.sum(within_pred[k][counted]), np.sum(perimeter_pred[counted]),
+                        zero_division=empty)
         )
-        recall = float(ratio(np.sum(within_ref[k]), np.sum(perimeter_ref), empty))
+        recall = float(safe_divide(np.sum(within_ref[k]), np.sum(perimeter_ref),
+                                   zero_division=empty))
         out["multiple"].append(float(multiple))
         out["tolerance_m"].append(float(tolerances[k]))
         out["boundary_precision"].append(precision)

@@ -203,7 +203,7 @@ def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, ad
         stop = start + len(weights)
         for k, e in enumerate(evaluations):
             values = metrics_from_sums(
-                weights @ e.quantities + e.unassigned, empty_rate=np.nan, tolerance=tolerance
+                weights @ e.quantities + e.unassigned, zero_division=np.nan, tolerance=tolerance
             )
             out[start:stop, k] = np.column_stack([values[key] for key in keys])
     return out

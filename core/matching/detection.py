@@ -28,7 +28,8 @@ import numpy as np
 
 from .labels import MISSING
 from .rules import Matches, at_or_above, match
-from .summary import f1_score, ratio
+from ..util.rates import safe_divide
+from .summary import f1_score
 from ..pairs.overlap import OverlapPairs
 
 
@@ -76,11 +77,11 @@ def detection_scores(
     tp = int(np.sum(greedy.reference_match >= 0))
     fp = int(np.sum(counted & ~pred_matched))
     fn = n_reference - tp
-    precision = float(ratio(tp, tp + fp, 0.0))
-    recall = float(ratio(tp, tp + fn, 0.0))
+    precision = float(safe_divide(tp, tp + fp, zero_division=0.0))
+    recall = float(safe_divide(tp, tp + fn, zero_division=0.0))
     metrics = {
         "count_spatial_match": int(passes.sum()),
-        "spatial_match_rate": float(ratio(int(passes.sum()), n_reference, 0.0)),
+        "spatial_match_rate": float(safe_divide(int(passes.sum()), n_reference, zero_division=0.0)),
         "groundset_count_tp": tp,
         "groundset_count_fp": fp,
         "groundset_count_fn": fn,

@@ -18,7 +18,6 @@ Values when a pair has no polygonal area on one or both sides (documented decisi
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +32,7 @@ from ..geometry.crs import (
     transformer,
 )
 from .overlap import intersection_area, iou_from_areas, round_ratio
+from ..util.rates import check_zero_division
 from ..geometry.dissolve import dissolve
 from ..geometry.prepare import geometry_array, prepare_layer
 
@@ -139,7 +139,7 @@ def pair_metrics(
     Sources: ../shared/seeds/iou_article.txt; Rezatofighi et al. (2019), Generalized
     intersection over union, CVPR; Zheng et al. (2020), Distance-IoU loss, AAAI.
     """
-    zero_division = _check_zero_division(zero_division)
+    zero_division = check_zero_division(zero_division)
     if enclosing not in ENCLOSING:
         raise ValueError(f"enclosing must be one of {ENCLOSING}, got {enclosing!r}")
     a, b = _pair_arrays(a, b)
@@ -182,7 +182,7 @@ def spatial_pair_metrics(
 
     Source: ../shared/seeds/spatial_iou_guide.txt.
     """
-    zero_division = _check_zero_division(zero_division)
+    zero_division = check_zero_division(zero_division)
     if enclosing not in ENCLOSING:
         raise ValueError(f"enclosing must be one of {ENCLOSING}, got {enclosing!r}")
     a_crs = resolve_crs(a_crs, "a_crs")
@@ -401,14 +401,3 @@ def _footprint(value, crs, equal_area_crs, name: str):
     None, the PreparedLayer it came from)."""
     layer = prepare_layer(_as_sequence(value), crs, equal_area_crs, name)
     return dissolve(layer.geometries, name), layer
-
-
-def _check_zero_division(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"zero_division must be a number in [0, 1] or NaN, got {value!r}")
-    value = float(value)
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"zero_division must be in [0, 1] or NaN, got {value!r}")
-    return value
