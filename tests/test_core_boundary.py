@@ -1,7 +1,7 @@
 """Boundary metrics (Hausdorff, mean boundary distance, length within a tolerance, UTM zones).
 
 Expected values are worked out by hand (formulas in the comments), taken from the agribound
-seed (../shared/seeds/agribound_evaluation.txt), or from agribound 1.0.1 run on the same input
+1.0 documentation ("Evaluation"), or from agribound 1.0.1 run on the same input
 (values pasted with the script's settings), and the error bounds are checked against a dense
 brute-force sampling computed inside the test.
 """

@@ -66,8 +66,8 @@ def boundary_f1_by_tolerance(
         predicted boundaries; F1 their harmonic mean; 0 on an empty denominator (1 when
         both layers are empty).
 
-    Source: agribound seed, boundary_precision / boundary_recall / boundary_f1 ("With
-    boundary_tolerance_m"), repeated at larger tolerances.
+    Source: agribound 1.0 documentation, "Evaluation": boundary_precision / boundary_recall /
+    boundary_f1 ("With boundary_tolerance_m"), repeated at larger tolerances.
     """
     counted = (np.ones(predicted.n, dtype=bool) if predicted_counted is None
                else np.asarray(predicted_counted, dtype=bool))

@@ -1,8 +1,8 @@
 """Boundary metrics: Hausdorff and symmetric mean boundary distance of matched pairs, measured
 in the WGS 84 / UTM zone of each reference field (lengths within a tolerance: boundary/tolerance.py).
 
-Definitions, zones and error bounds are those of the agribound 1.0 evaluation
-(../shared/seeds/agribound_evaluation.txt). The seed samples every boundary at points at most
+Definitions, zones and error bounds are those of the agribound 1.0 documentation, "Evaluation".
+The seed samples every boundary at points at most
 Δ apart; here the distances are integrated adaptively instead, with the seed's bounds as the
 contract: the Hausdorff distance is underestimated by at most Δ/2 and never overestimated
 beyond rounding, the mean boundary distance is within Δ/4 of its exact value, and the work
@@ -373,8 +373,9 @@ def matched_distances_in_utm(
         ValueError: bad ``spacing_m``, index arrays of different shapes, one layer planar and
             the other not.
 
-    Source: agribound seed, "Distances (Hausdorff, boundary distances, tolerance metrics) are
-    computed in the WGS 84 / UTM zone of each reference field".
+    Source: agribound 1.0 documentation, "Evaluation": "Distances (Hausdorff, boundary
+    distances, tolerance metrics) are computed in the WGS 84 / UTM zone of each reference
+    field".
     """
     ri = np.asarray(reference_index, dtype=np.int64).reshape(-1)
     pi = np.asarray(predicted_index, dtype=np.int64).reshape(-1)
@@ -523,7 +524,7 @@ def pair_boundary_distances(
             that run together would need more memory than is available
             (``memory.available_bytes``); the message names the largest pairs.
 
-    Source: agribound seed (../shared/seeds/agribound_evaluation.txt), hausdorff_m and
+    Source: agribound 1.0 documentation, "Evaluation": hausdorff_m and
     boundary_mean_distance_m of the per-field table.
     """
     ref = np.asarray(reference, dtype=object).reshape(-1)

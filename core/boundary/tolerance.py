@@ -109,7 +109,8 @@ def tolerance_lengths_in_utm(
     Raises:
         ValueError: bad ``tolerance_m``, one layer planar and the other not.
 
-    Source: agribound seed, boundary_recall (reference) and boundary_precision (predicted).
+    Source: agribound 1.0 documentation, "Evaluation": boundary_recall (reference) and
+    boundary_precision (predicted).
     """
     tol = check_positive(tolerance_m, "tolerance_m")
     within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm_at(
@@ -214,8 +215,9 @@ def boundary_within_tolerance(
     Raises:
         ValueError: ``tolerance_m`` not a positive finite number.
 
-    Source: agribound seed, boundary_recall / boundary_precision ("the length of one layer's
-    boundary inside the union of circular-arc buffers of the other layer's boundaries").
+    Source: agribound 1.0 documentation, "Evaluation": boundary_recall / boundary_precision
+    ("the length of one layer's boundary inside the union of circular-arc buffers of the other
+    layer's boundaries").
     """
     tol = check_positive(tolerance_m, "tolerance_m")
     within, perimeter, _, _ = _lengths_within(

@@ -21,7 +21,7 @@ Sources: Everingham et al. (2010), "The PASCAL Visual Object Classes (VOC) Chall
 Convolutional Networks for Semantic Segmentation", CVPR, §5 (pixel accuracy, mean IU,
 frequency weighted IU); Story & Congalton (1986), "Accuracy assessment: a user's
 perspective", PE&RS 52(3) (user's and producer's accuracy); Dice (1945), Ecology 26(3);
-../shared/seeds/iou_article.txt (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
+the IoU article, "Intersection over Union" (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ GroundSet's F1 / precision / recall at the IoU threshold, mIoU and true negative
   only on rows without a usable geometry (an answer "none" stored as a null geometry, say) or
   on ignore regions. Rows without a group value are not a group.
 
-Sources: ../shared/seeds/galtea_spatial_match.txt; ../shared/seeds/groundset_eval.txt.
+Sources: the Galtea documentation, "Spatial Match" (the spatial_match metric); Ferrod et al.
+(2026), "GroundSet: A Cadastral-Grounded Dataset for Spatial Understanding with Vector Data",
+arXiv:2603.14609.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Class and group labels: normalising them and deciding which pairs may match.
 
 Groups (image or tile ids) restrict matching to the same group. Classes follow GroundSet's
-taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
-whose class equals its own or is an ancestor of it ("a valid child class answers a query for
-its parent"). Class names follow one rule everywhere (matching, per-class counts, average
+taxonomy-aware rule (Ferrod et al. 2026, "GroundSet", arXiv:2603.14609): a prediction may match
+a reference whose class equals its own or is an ancestor of it ("a valid child class answers a
+query for its parent"). Class names follow one rule everywhere (matching, per-class counts, average
 precision, the taxonomy): surrounding spaces stripped, then Unicode caseless matching
 (``str.casefold``: "STRASSE" and "straße" are one class). The missing class (None, NaN,
 NULL, blank text) is ``MISSING`` = "", which no real class can be after stripping.

@@ -3,7 +3,7 @@
 Every summary metric is a ratio of sums of per-reference-field quantities (predictions are
 attributed to their home reference field), so the same function serves the whole layer,
 strata, size classes and bootstrap resamples. Definitions, names and empty-denominator rules
-are those of the agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt).
+are those of the agribound 1.0 documentation, "Evaluation".
 """
 
 from __future__ import annotations

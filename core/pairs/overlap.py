@@ -250,7 +250,8 @@ def iou_from_areas(intersection, area_a, area_b, zero_division: float = 0.0) -> 
 
     Float arrays of one shape (n,) in, float array (n,) out; ``zero_division`` where the union
     is 0 (both areas 0). The clamp absorbs an intersection that overlay arithmetic puts a few
-    ulps above an area (../shared/seeds/spatial_iou_guide.txt, "Floating-point overshoot").
+    ulps above an area (the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated
+    Geometries", section "Floating-point overshoot").
     """
     intersection = np.asarray(intersection, dtype=float)
     union = np.asarray(area_a, dtype=float) + np.asarray(area_b, dtype=float) - intersection

@@ -136,7 +136,7 @@ def pair_metrics(
     Raises:
         ValueError: ``a`` and ``b`` do not pair up, or an option is out of range.
 
-    Sources: ../shared/seeds/iou_article.txt; Rezatofighi et al. (2019), Generalized
+    Sources: the IoU article, "Intersection over Union"; Rezatofighi et al. (2019), Generalized
     intersection over union, CVPR; Zheng et al. (2020), Distance-IoU loss, AAAI.
     """
     zero_division = check_zero_division(zero_division)
@@ -180,7 +180,7 @@ def spatial_pair_metrics(
         ValueError: a CRS that is not one, an equal-area CRS that is not projected in metres,
             exactly one side with a CRS, or an option out of range.
 
-    Source: ../shared/seeds/spatial_iou_guide.txt.
+    Source: the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated Geometries".
     """
     zero_division = check_zero_division(zero_division)
     if enclosing not in ENCLOSING:
@@ -224,7 +224,8 @@ def spatial_iou(a, b, crs=None, equal_area_crs=DEFAULT_EQUAL_AREA_CRS) -> float:
     taken in ``equal_area_crs``. A side without polygonal area scores 0.0, as does a pair with
     no area at all. Raises ValueError only for a CRS that is not one.
 
-    Source: ../shared/seeds/spatial_iou_guide.txt (repair, reproject, guarded overlay, clamp).
+    Source: the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated Geometries"
+    (repair, reproject, guarded overlay, clamp).
     """
     metrics = spatial_pair_metrics(
         a, b, a_crs=crs, b_crs=crs, equal_area_crs=equal_area_crs, zero_division=0.0

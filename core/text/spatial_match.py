@@ -25,8 +25,9 @@ Decisions (each documented in the algorithm's help too):
 - answer and expected geometries in different frames (pixels against fractions of the image,
   when the image size is unknown) cannot be compared: the row fails with that reason.
 
-Sources: ../shared/seeds/galtea_spatial_match.txt; ../shared/seeds/spatial_iou_guide.txt
-(report the distribution: median and 10th percentile).
+Sources: the Galtea documentation, "Spatial Match" (the spatial_match metric); the spatial IoU
+guide, "Measuring Spatial IoU for LLM-Generated Geometries" (report the distribution: median and
+10th percentile).
 """
 
 from __future__ import annotations
