@@ -16,7 +16,7 @@ import math
 import numpy as np
 import shapely
 
-from .distances import ZonedLayer
+from .zones import ZonedLayer
 from ..matching.summary import f1_score
 from ..util.rates import safe_divide
 from .tolerance import tolerance_lengths_in_utm_at

@@ -21,7 +21,8 @@ import numpy as np
 import pyproj
 import shapely
 
-from .distances import ZonedLayer, check_same_space, utm_crs, utm_epsg
+from .distances import check_same_space
+from .zones import ZonedLayer, utm_crs, utm_epsg
 from ..util.checks import check_positive
 from ..geometry.crs import to_crs, transformer
 from ..util.memory import check_memory
