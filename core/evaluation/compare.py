@@ -244,14 +244,16 @@ class _Slice(Progress):
         return self.parent.is_canceled()
 
 
-def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) -> dict:
+def comparison_report(comparison: Comparison, inputs: dict, provenance: dict,
+                      reproduce: dict | None = None) -> dict:
     """The comparison as a JSON-ready report.
 
     ``metrics.per_layer`` holds each layer's full metrics (so ``per_layer.*.f1 >= 0.8`` is a
     release threshold), ``metrics.differences`` the differences against the first layer,
     ``metrics.intervals`` each layer's own 95 % intervals, ``metrics.side_by_side`` the
     compared metrics per layer; ``inputs`` ({role: description}) and ``provenance`` are the
-    caller's (library versions are added when missing); ``warnings`` name their layer.
+    caller's (library versions are added when missing); ``warnings`` name their layer;
+    ``reproduce`` ({"algorithm", "parameters"} that rerun it), when given, last.
     """
     first = comparison.evaluations[0]
     warnings = [
@@ -259,7 +261,7 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
         for name, evaluation in zip(comparison.names, comparison.evaluations)
         for message in evaluation.warnings
     ]
-    return {
+    report = {
         "metrics": {
             "per_layer": dict(zip(comparison.names, (e.metrics for e in comparison.evaluations))),
             "differences": comparison.differences,
@@ -273,3 +275,6 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
         "provenance": {**library_versions(), **provenance},
         "warnings": warnings,
     }
+    if reproduce is not None:
+        report["reproduce"] = reproduce
+    return report

@@ -13,21 +13,43 @@ from ..util.versions import library_versions
 from .html import json_safe
 
 
-def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict:
-    """The report as a JSON-ready dict: metrics, parameters, inputs, provenance.
+def build_report(
+    evaluation: Evaluation,
+    inputs: dict,
+    provenance: dict,
+    *,
+    metrics: dict | None = None,
+    parameters: dict | None = None,
+    warnings=(),
+    extras: dict | None = None,
+    reproduce: dict | None = None,
+) -> dict:
+    """The report as a JSON-ready dict: metrics, parameters, inputs, provenance, warnings,
+    then ``extras`` and ``reproduce``.
 
     Args:
-        evaluation: the result of ``evaluate``.
+        evaluation: the result of ``evaluate`` (not modified).
         inputs: what was read, e.g. {"reference": {"source": ..., "feature_count": ...}, ...}.
         provenance: versions known only to the caller (plugin, QGIS); library versions are added.
+        metrics: the caller's own metrics (a study area's counts), after the evaluation's.
+        parameters: the caller's own parameters (the field names it read), after the
+            evaluation's.
+        warnings: the caller's own warnings (curved geometries, the same layer twice), after
+            the evaluation's.
+        extras: further top-level sections (``reports.evaluate.report_extras``).
+        reproduce: {"algorithm", "parameters"} that rerun it (``reports.reproduce``), or None.
     """
-    return {
-        "metrics": evaluation.metrics,
-        "parameters": evaluation.parameters,
+    report = {
+        "metrics": {**evaluation.metrics, **(metrics or {})},
+        "parameters": {**evaluation.parameters, **(parameters or {})},
         "inputs": inputs,
         "provenance": {**provenance, **library_versions()},
-        "warnings": list(evaluation.warnings),
+        "warnings": list(evaluation.warnings) + list(warnings),
+        **(extras or {}),
     }
+    if reproduce is not None:
+        report["reproduce"] = reproduce
+    return report
 
 
 def to_json_text(report: dict) -> str:
