@@ -108,15 +108,15 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
 
-    def write_table(self, parameters, name, context, fields, rows) -> str:
+    def write_table(self, parameters, name, context, fields, rows, crs=None) -> str:
         """Create the table (no geometry) output ``name`` with ``fields`` (a QgsFields, or
         (field name, FIELD_* type) pairs) and write ``rows`` (lists of QGIS-safe values, in
-        field order) into it. Returns the destination id; raises QgsProcessingException when
-        the sink cannot be made or written."""
+        field order) into it; ``crs``: the sink's CRS (None: none). Returns the destination
+        id; raises QgsProcessingException when the sink cannot be made or written."""
         fields = _fields(fields)
         rows = [list(row) for row in rows]
         columns = [list(column) for column in zip(*rows)] if rows else []
-        return self.write_features(parameters, name, context, fields, columns)
+        return self.write_features(parameters, name, context, fields, columns, crs=crs)
 
     def write_features(self, parameters, name, context, fields, columns, geometries=None,
                        wkb_type=NO_GEOMETRY, crs=None, feedback=None, progress=None):
@@ -138,7 +138,7 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
         """
         fields = _fields(fields)
         sink, dest_id = self.parameterAsSink(parameters, name, context, fields, wkb_type,
-                                             crs or QgsCoordinateReferenceSystem())
+                                             QgsCoordinateReferenceSystem() if crs is None else crs)
         if sink is None:
             raise QgsProcessingException(self.invalidSinkError(parameters, name))
         total = len(geometries) if geometries is not None else len(columns[0]) if columns else 0

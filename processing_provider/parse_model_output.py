@@ -7,7 +7,6 @@ import numpy as np
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingParameterBoolean,
     QgsProcessingParameterCrs,
@@ -19,12 +18,10 @@ from qgis.core import (
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
 from ..core.util.wording import count_of
-from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     ADVANCED,
-    FAST_INSERT,
     FIELD_INT,
     FIELD_LONG,
     FIELD_STRING,
@@ -35,7 +32,7 @@ from .compat import (
     VECTOR_POINT,
     VECTOR_POLYGON,
 )
-from .layers import feature_batches, qgis_values
+from .layers import qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
@@ -155,29 +152,19 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             return {}
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
-        widths, heights = columns["width"], columns["height"]
-        if raster is not None and geotransform is None:
-            feedback.pushWarning(
-                f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
-                f"the image size of rows without one; coordinates stay in pixels")
-        if raster is not None and not raster.crs().isValid():
-            feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
-        if raster_size is not None:
-            widths = [raster_size[0] if _blank(w) else w for w in widths]
-            heights = [raster_size[1] if _blank(h) else h for h in heights]
+        widths, heights = _image_sizes(feedback, raster, geotransform, raster_size,
+                                       columns["width"], columns["height"])
 
-        try:
-            tables = answer_tables(
-                columns["text"], row_ids, coordinate_format(self, parameters, context),
-                widths, heights,
-                obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
-                geotransform=geotransform, raster_size=raster_size,
-                progress=fraction_progress(feedback, 10, 80),
-            )
-        except EvaluationCanceled:
+        tables = self.run_core(
+            feedback, answer_tables,
+            columns["text"], row_ids, coordinate_format(self, parameters, context),
+            widths, heights,
+            obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
+            geotransform=geotransform, raster_size=raster_size,
+            progress=fraction_progress(feedback, 10, 80),
+        )
+        if tables is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         crs = raster.crs() if raster is not None else self.parameterAsCrs(
             parameters, self.CRS, context)
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
@@ -197,37 +184,49 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                                         crs if kind != NO_GEOMETRY else
                                         QgsCoordinateReferenceSystem())
         counts = tables.counts
-        if counts["count_rows_bad_image_size"]:
-            feedback.pushWarning(
-                f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
-                f"that are not two numbers > 0: read without the image size (see the warning "
-                f"column)")
-        feedback.pushInfo(
-            f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
-            f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
-            f"{counts['count_rows_failed']} unreadable; "
-            f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
-            f"bounds, {counts['count_non_finite']} non-finite")
+        _log_counts(feedback, counts)
         results.update(self.numeric_results(lambda key: int(counts[key])))
         feedback.setProgress(100)
         return results
 
     def _write(self, parameters, context, name, table, kind, keys, id_field, crs):
-        fields = QgsFields()
-        fields.append(id_field)
-        for key in keys:
-            fields.append(QgsField(key, FIELD_INT if key == "index" else FIELD_STRING))
-        sink, dest_id = self.parameterAsSink(parameters, name, context, fields, kind, crs)
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, name))
+        fields = [id_field] + [(key, FIELD_INT if key == "index" else FIELD_STRING)
+                               for key in keys]
         columns = [qgis_values(table["row_id"])] + [qgis_values(table[k]) for k in keys]
         geometries = (np.array(table["geometry"] + [None], dtype=object)[:-1]
                       if kind != NO_GEOMETRY else None)
-        for features in feature_batches(geometries, None, columns):
-            if not sink.addFeatures(features, FAST_INSERT):
-                raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
-        del sink
-        return dest_id
+        return self.write_features(parameters, name, context, fields, columns, geometries,
+                                   kind, crs)
+
+
+def _image_sizes(feedback, raster, geotransform, raster_size, widths, heights):
+    """Each row's image width and height: the fields' values, the RASTER's size where a row
+    has none; warnings when the raster has no georeferencing or no CRS."""
+    if raster is not None and geotransform is None:
+        feedback.pushWarning(
+            f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
+            f"the image size of rows without one; coordinates stay in pixels")
+    if raster is not None and not raster.crs().isValid():
+        feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
+    if raster_size is not None:
+        widths = [raster_size[0] if _blank(w) else w for w in widths]
+        heights = [raster_size[1] if _blank(h) else h for h in heights]
+    return widths, heights
+
+
+def _log_counts(feedback, counts) -> None:
+    """What the answers gave, in the log (a warning for unusable image sizes)."""
+    if counts["count_rows_bad_image_size"]:
+        feedback.pushWarning(
+            f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+            f"that are not two numbers > 0: read without the image size (see the warning "
+            f"column)")
+    feedback.pushInfo(
+        f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
+        f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
+        f"{counts['count_rows_failed']} unreadable; "
+        f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
+        f"bounds, {counts['count_non_finite']} non-finite")
 
 
 def _blank(value) -> bool:

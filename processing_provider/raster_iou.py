@@ -16,7 +16,6 @@ from qgis.core import (
 )
 
 from ..core.reports.class_map import build_class_map_report
-from ..core.util.progress import EvaluationCanceled
 from ..core.classmaps.rasters import (
     inputs_left_untouched,
     open_band,
@@ -171,17 +170,14 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         if requested(parameters, self.AGREEMENT_RASTER):
             agreement = self.parameterAsOutputLayer(parameters, self.AGREEMENT_RASTER, context)
         feedback.setProgressText(self.tr("Comparing the rasters block by block"))
-        try:
-            result = raster_confusion(
-                predicted, reference, ignore,
-                class_table=class_table if fixed else None,
-                agreement_path=agreement,
-                progress=self.progress(feedback, 0, 90),
-            )
-        except EvaluationCanceled:
+        result = self.run_core(
+            feedback, raster_confusion, predicted, reference, ignore,
+            class_table=class_table if fixed else None,
+            agreement_path=agreement,
+            progress=self.progress(feedback, 0, 90),
+        )
+        if result is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         if not fixed and class_table:  # names from the paletted renderer
             for value, name in class_table:
                 k = result.classes.position(value)
@@ -196,9 +192,8 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             inputs={
                 "reference": _raster_input(reference), "predicted": _raster_input(predicted),
             },
-            provenance={}, warnings=result.warnings,
+            warnings=result.warnings, **self.report_arguments(parameters, context),
         )
-        self.finish_report(report, parameters, context)
         shift = result.alignment["share_reference_outside_prediction"]
         feedback.pushInfo(
             f"mIoU {_fmt(report['miou'])} over {report['conventions']['n_classes_in_mean']} "
