@@ -296,6 +296,35 @@ def raster_confusion(
     tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
                    row_area_m2, agreement=bool(agreement_path))
 
+    _stream(predicted, reference, locate, tally, agreement_path, block_pixels, progress)
+    tally.finish()
+    classes, warnings = tally.classes, tally.warnings
+    if not class_table:
+        for band in (reference, predicted):
+            for value, name in band.class_names.items():
+                k = classes.position(value)
+                if k is not None and not classes.names[k]:
+                    classes.names[k] = name
+    if area_note:
+        warnings.append(area_note)
+    if not tally.counts.sum():
+        warnings.append(_nothing_scored(tally.pixels))
+    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
+                             ("REFERENCE", reference, "are left out as nodata")):
+        if band.mask:
+            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
+                            f"{role}")
+    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
+    for message in warnings:
+        logger.warning(message)
+    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _stream(predicted: RasterBand, reference: RasterBand, locate, tally, agreement_path,
+            block_pixels: int, progress) -> None:
+    """Read the reference in blocks of lines and the prediction under each block into the
+    tally (``_Tally``), writing the agreement raster alongside (removed when a block fails
+    or the run is canceled); GDAL's block cache is dropped after each tile row."""
     from osgeo import gdal
 
     gdal.UseExceptions()
@@ -338,27 +367,6 @@ def raster_confusion(
         raise
     if writer is not None:
         writer.close()
-    tally.finish()
-    classes, warnings = tally.classes, tally.warnings
-    if not class_table:
-        for band in (reference, predicted):
-            for value, name in band.class_names.items():
-                k = classes.position(value)
-                if k is not None and not classes.names[k]:
-                    classes.names[k] = name
-    if area_note:
-        warnings.append(area_note)
-    if not tally.counts.sum():
-        warnings.append(_nothing_scored(tally.pixels))
-    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
-                             ("REFERENCE", reference, "are left out as nodata")):
-        if band.mask:
-            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
-                            f"{role}")
-    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
-    for message in warnings:
-        logger.warning(message)
-    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
 
 
 def _nothing_scored(pixels: dict) -> str:

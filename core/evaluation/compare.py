@@ -157,6 +157,26 @@ def compare_predictions(
         evaluations, keys, bootstrap, bootstrap_seed, pool, tolerance,
         progress.span(85, 99),
     )
+    differences, intervals = _differences(evaluations, names, keys, replicates)
+    info = {
+        "n_resamples": bootstrap,
+        "seed": bootstrap_seed,
+        "confidence_level": BOOTSTRAP_CONFIDENCE_LEVEL,
+        "method": "paired percentile",
+        "resampling": "reference fields with replacement"
+        + (" within strata" if strata is not None else "")
+        + ", the same resample for every layer",
+        "baseline": names[0],
+    }
+    progress.checkpoint(100, "Comparison done")
+    return Comparison(names, evaluations, differences, intervals, info)
+
+
+def _differences(evaluations, names, keys, replicates):
+    """``(differences, intervals)`` of ``Comparison``: each later layer's difference from
+    the first per key (point value, paired percentile interval, significance), and each
+    layer's own intervals; ``replicates``: ``_paired_replicates``' array."""
+    first = evaluations[0]
     differences, intervals = {}, {}
     for k, name in enumerate(names):
         intervals[name] = {
@@ -174,18 +194,7 @@ def compare_predictions(
                 "significant": bool(ci[0] > 0 or ci[1] < 0),
                 "n_undefined": n_undefined,
             }
-    info = {
-        "n_resamples": bootstrap,
-        "seed": bootstrap_seed,
-        "confidence_level": BOOTSTRAP_CONFIDENCE_LEVEL,
-        "method": "paired percentile",
-        "resampling": "reference fields with replacement"
-        + (" within strata" if strata is not None else "")
-        + ", the same resample for every layer",
-        "baseline": names[0],
-    }
-    progress.checkpoint(100, "Comparison done")
-    return Comparison(names, evaluations, differences, intervals, info)
+    return differences, intervals
 
 
 def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, advance):
