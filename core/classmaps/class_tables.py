@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..matching.labels import label_text
 
 #: QGIS's names of generic columns that hold the lower and upper bounds of a row
 #: (``QgsRasterAttributeTable::guessFieldUsage``), and of a row's single value.
@@ -164,7 +165,8 @@ def _column(usage: list, first, fallback):
 
 
 def _text(value) -> str:
-    return unicodedata.normalize("NFC", str(value or "")).strip()
+    """A name as the plugin spells labels (``matching.labels.label_text``: NFC, stripped)."""
+    return label_text(value, casefold=False)
 
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
