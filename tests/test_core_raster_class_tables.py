@@ -177,3 +177,11 @@ def test_paletted_renderer_export_lines_separated_by_spaces(tmp_path):
     path.write_text("1 255 0 0 255 Forêt dense\n2 0 255 0 128 crop\n3 0 0 255 255\n",
                     encoding="utf-8")
     assert read_class_table(str(path)) == [(1, "Forêt dense"), (2, "crop"), (3, "")]
+
+
+def test_values_whose_names_are_one_label_are_reported(tmp_path):
+    pixels = np.array([1, 2, 3], np.uint8)
+    result = run(tmp_path, pixels, pixels,
+                 class_table=[(1, "For\u00eat"), (2, " fore\u0302t"), (3, "eau")])
+    assert result.classes.k == 3  # raster classes are their values
+    assert any("1, 2 have one name" in w for w in result.warnings)

@@ -33,6 +33,7 @@ import numpy as np
 import pyproj
 
 from ..geometry.crs import crs_label
+from ..matching.labels import class_key
 from ..util.parallel import ProgressCallback
 from . import confusion
 from .class_tables import ClassNames, band_class_names, read_class_table
@@ -319,6 +320,7 @@ def raster_confusion(
             for k, value in enumerate(classes.values):
                 if not classes.names[k]:
                     classes.names[k] = band.class_names.name(value)
+    warnings.extend(_shared_names(classes))
     for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
         if band.class_names.note and not class_table:
             warnings.append(f"{name}: {band.class_names.note}")
@@ -336,6 +338,20 @@ def raster_confusion(
     for message in warnings:
         logger.warning(message)
     return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _shared_names(classes) -> list[str]:
+    """Warnings for class values whose names are one label under the plugin's rule
+    (``matching.labels.class_key``: NFC, stripped, casefolded): raster classes are their
+    values, so those stay separate classes."""
+    by_key = {}
+    for value, name in zip(classes.values, classes.names):
+        if name:
+            by_key.setdefault(class_key(name), []).append(value)
+    return [f"the class values {', '.join(map(str, values))} have one name "
+            f"({classes.names[classes.position(values[0])]!r}, compared as labels are): "
+            f"they are scored as separate classes"
+            for values in by_key.values() if len(values) > 1]
 
 
 def _nothing_scored(pixels: dict) -> str:
