@@ -196,7 +196,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             raise QgsProcessingException(str(exc)) from exc
         if not fixed and class_table:  # names from the paletted renderer
             for value, name in class_table:
-                k = result.classes.position(value)
+                # At the raster's precision: QGIS keeps a Float32 raster's 0.1 as
+                # 0.10000000149011612.
+                k = result.classes.find(value, reference.dtype)
                 if k is not None and name:
                     result.classes.names[k] = name
         for message in result.warnings:

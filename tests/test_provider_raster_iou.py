@@ -230,3 +230,21 @@ def test_web_mercator_areas_are_on_the_ground_with_a_warning(ioueval_provider, t
     area = report["per_class"]["1"]["areas"]["tp_m2"]
     assert 0.99e6 < area < 1.01e6  # about 1 km² on the ground
     assert any("not equal-area" in w for w in report["warnings"])
+
+
+def test_paletted_renderer_of_a_float_raster_names_its_classes(ioueval_provider, tmp_path):
+    from qgis.core import QgsPalettedRasterRenderer, QgsRasterLayer
+
+    pixels = np.array([0.1, 0.2, 0.2, 0.1], np.float32)
+    reference = QgsRasterLayer(write_raster(tmp_path / "r.tif", pixels), "r", "gdal")
+    # QGIS's own classes of the raster: its values as doubles (0.10000000149011612).
+    classes = QgsPalettedRasterRenderer.classDataFromRaster(reference.dataProvider(), 1)
+    assert [round(c.value, 6) for c in classes] == [0.1, 0.2]
+    for item, label in zip(classes, ("wet", "dry")):
+        item.label = label
+    reference.setRenderer(QgsPalettedRasterRenderer(reference.dataProvider(), 1, classes))
+    run({"PREDICTED": write_raster(tmp_path / "p.tif", pixels), "REFERENCE": reference,
+         **outputs(tmp_path)})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {k: row["name"] for k, row in report["per_class"].items()} == {"0.1": "wet",
+                                                                          "0.2": "dry"}

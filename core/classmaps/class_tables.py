@@ -84,19 +84,15 @@ class ClassNames:
             number = float(value)
             row = int(number) if number.is_integer() else -1
             return row if 0 <= row < len(self.names) else None
+        # GDAL's scan (skip rows whose minimum is above v, then rows whose maximum is below
+        # it) returns the first row with minimum <= v <= maximum.
         v = cast(value)
-        row, n = 0, len(self.names)
-        while row < n:
-            if self.low is not None:
-                while row < n and v < cast(self.low[row]):
-                    row += 1
-                if row == n:
-                    break
-            if self.high is not None and v > cast(self.high[row]):
-                row += 1
-                continue
-            return row
-        return None
+        fits = np.ones(len(self.names), dtype=bool)
+        if self.low is not None:
+            fits &= np.asarray(self.low, dtype=self.dtype) <= v
+        if self.high is not None:
+            fits &= v <= np.asarray(self.high, dtype=self.dtype)
+        return int(np.argmax(fits)) if fits.any() else None
 
 
 def band_class_names(raster_band, dtype: str) -> ClassNames:

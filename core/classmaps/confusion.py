@@ -70,6 +70,22 @@ class ClassTable:
         """Matrix position of a class code, None when it is not a class."""
         return self._position.get(value)
 
+    def find(self, value, dtype) -> int | None:
+        """Matrix position of the class ``value`` as an array of ``dtype`` (numpy dtype or
+        name) stores it (``lookup``'s rule: a Float32 raster's 0.1 is the class 0.1), None
+        when it is not a class or ``dtype`` cannot hold it."""
+        dtype = np.dtype(dtype)
+        if dtype.kind in "iub" and not float(value).is_integer():
+            return None
+        try:
+            code = np.asarray([value]).astype(dtype, casting="unsafe")
+        except (OverflowError, ValueError):
+            return None
+        if dtype.kind in "iub" and float(code[0]) != float(value):
+            return None
+        k = int(self.lookup(code, -1)[0])
+        return k if k >= 0 else None
+
     def add(self, values) -> list:
         """Append the codes not known yet (in the order given); returns the new ones."""
         new = [v for v in values if v not in self._position]
