@@ -166,12 +166,17 @@ class GridTransform:
         exact_before = self.stats["exact_pixels"]
         size = CELL_PIXELS[0]
         n_rows, n_cols = -(-(r1 - r0) // size), -(-width // size)
-        pc = np.full((n_rows * size, n_cols * size), np.nan)
-        pr = np.full_like(pc, np.nan)
         ci, cj = np.divmod(np.arange(n_rows * n_cols), n_cols)
         origins = (ci * size, cj * size)
+        # First level: every cell at once, interpolated along columns then rows between the
+        # lattice nodes (the cells' corners); the cells that fail are redone finer.
+        ec, er, ok = self._check_cells(r0, origins, size)
+        pc = _separable_fill(ec, n_rows, n_cols, size)
+        pr = _separable_fill(er, n_rows, n_cols, size)
+        origins = (origins[0][~ok], origins[1][~ok])
         for level, finer in zip(CELL_PIXELS, CELL_PIXELS[1:] + (1,)):
-            origins = self._fill_cells(pc, pr, r0, origins, level)
+            if level != size:
+                origins = self._fill_cells(pc, pr, r0, origins, level)
             if not len(origins[0]):
                 break
             k = level // finer
@@ -186,12 +191,11 @@ class GridTransform:
         self.stats["interpolated_pixels"] += (r1 - r0) * width - exact
         return pc[: r1 - r0, :width], pr[: r1 - r0, :width]
 
-    def _fill_cells(self, pc, pr, r0, origins, size):
-        """Interpolate the cells (local row and column origins, int arrays (n,)) of
-        ``size`` pixels whose check points pass; returns the origins of those that fail."""
+    def _check_cells(self, r0, origins, size):
+        """PROJ at the 4 corners and 5 check points of cells of ``size`` pixels (local row
+        and column origins, int arrays (n,)): (predicted columns (n, 9), rows (n, 9), mask
+        (n,) of the cells whose check points are all within ``max_error_px``)."""
         i0, j0 = origins
-        if not len(i0):
-            return origins
         half = size / 2
         # Corners (4) then check points (5), at pixel centres: local (row, column) offsets.
         di = np.array([0, 0, size, size, 0, half, half, size, half])
@@ -211,6 +215,16 @@ class GridTransform:
         if ok.any():
             self.stats["max_check_error_px"] = max(self.stats["max_check_error_px"],
                                                    float(error[ok].max()))
+        return ec, er, ok
+
+    def _fill_cells(self, pc, pr, r0, origins, size):
+        """Interpolate the cells (local row and column origins, int arrays (n,)) of
+        ``size`` pixels whose check points pass; returns the origins of those that fail."""
+        i0, j0 = origins
+        if not len(i0):
+            return origins
+        ec, er, ok = self._check_cells(r0, origins, size)
+        if ok.any():
             steps = np.arange(size) / size
             for out, exact_values in ((pc, ec), (pr, er)):
                 q = exact_values[ok]
@@ -230,3 +244,23 @@ class GridTransform:
         pc[rows, cols] = ec
         pr[rows, cols] = er
         self.stats["exact_pixels"] += int(len(rows))
+
+
+def _separable_fill(values: np.ndarray, n_rows: int, n_cols: int, size: int) -> np.ndarray:
+    """Bilinear interpolation of a whole lattice of cells, (n_rows · size, n_cols · size).
+
+    ``values``: (n_rows · n_cols, 9) exact values of each cell (row-major), its corners
+    first (top left, top right, bottom left, bottom right). A cell's pixels depend on its own
+    four corners only: where a cell's corners are not finite, so are its pixels."""
+    corners = values[:, :4].reshape(n_rows, n_cols, 4)
+    nodes = np.empty((n_rows + 1, n_cols + 1))
+    nodes[:-1, :-1] = corners[:, :, 0]
+    nodes[:-1, -1] = corners[:, -1, 1]
+    nodes[-1, :-1] = corners[-1, :, 2]
+    nodes[-1, -1] = corners[-1, -1, 3]
+    steps = np.arange(size) / size
+    with np.errstate(invalid="ignore"):
+        along = (nodes[:, :-1, None] + steps * np.diff(nodes, axis=1)[:, :, None]).reshape(
+            n_rows + 1, n_cols * size)
+        out = along[:-1, None, :] + steps[None, :, None] * np.diff(along, axis=0)[:, None, :]
+    return out.reshape(n_rows * size, n_cols * size)

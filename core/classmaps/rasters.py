@@ -617,10 +617,16 @@ class _Locator:
         shape = (r1 - r0, self.reference.width)
         if self.separable:
             return self._read_separable(band, r0, r1)
-        r_in, c_in, inside = self._place(r0, r1)
+        r_in, c_in, inside, everywhere = self._place(r0, r1)
         if not inside.any():
             return np.zeros(shape, dtype=np.uint8), inside
         c0, c1, q0, q1 = int(c_in.min()), int(c_in.max()) + 1, int(r_in.min()), int(r_in.max()) + 1
+        if everywhere and (c1 - c0) * (q1 - q0) <= SOURCE_WINDOW_PIXELS:
+            # Every centre on the grid (the common case): one window, one flat gather.
+            window = band.ReadAsArray(c0, q0, c1 - c0, q1 - q0)
+            flat = (r_in - q0) * (c1 - c0) + (c_in - c0)
+            return np.take(window.reshape(-1), flat), inside
+        r_in, c_in = r_in.reshape(-1), c_in.reshape(-1)
         # The window round the block's footprint, read in strips of at most
         # SOURCE_WINDOW_PIXELS (a much finer or rotated prediction has a large footprint).
         strip = max(1, SOURCE_WINDOW_PIXELS // (c1 - c0))
@@ -638,19 +644,29 @@ class _Locator:
         return values, inside
 
     def _place(self, r0: int, r1: int):
-        """(predicted rows, predicted columns of the pixels inside, inside mask (r1 - r0,
-        width)) of reference lines r0..r1; the last block's are kept for its mask band."""
+        """(predicted rows, predicted columns of the pixels inside (int64, of the block's
+        shape when every pixel is inside), inside mask (r1 - r0, width), every pixel
+        inside) of reference lines r0..r1; the last block's are kept for its mask band."""
         if self._block is not None and self._block[:2] == (r0, r1):
             return self._block[2:]
         pc, pr = self.grid.block(r0, r1)
+        # ⌊x⌋ as a truncation of x + 2³⁰ (one pass instead of floor then cast; exact for
+        # |x| < 2³⁰, and NaN or farther coordinates are outside whatever they become).
+        offset = float(1 << 30)
         with np.errstate(invalid="ignore"):
-            inside = ((pc >= 0) & (pc < self.predicted.width)
-                      & (pr >= 0) & (pr < self.predicted.height))
-        c_in = np.floor(pc[inside]).astype(np.int64)
-        r_in = np.floor(pr[inside]).astype(np.int64)
+            far = ~((np.abs(pc) < offset) & (np.abs(pr) < offset))
+            cols = (pc + offset).astype(np.int64) - (1 << 30)
+            rows = (pr + offset).astype(np.int64) - (1 << 30)
         del pc, pr
-        self._block = (r0, r1, r_in, c_in, inside)
-        return r_in, c_in, inside
+        inside = ((cols >= 0) & (cols < self.predicted.width)
+                  & (rows >= 0) & (rows < self.predicted.height))
+        if far.any():
+            inside &= ~far
+        everywhere = bool(inside.all())
+        if not everywhere:
+            rows, cols = rows[inside], cols[inside]
+        self._block = (r0, r1, rows, cols, inside, everywhere)
+        return rows, cols, inside, everywhere
 
     def _read_separable(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
         """``read`` when predicted rows and columns depend on reference rows and columns
