@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_core_raster_confusion import write_raster
 
 from iou_evaluation.core.classmaps.polygons import polygon_class_confusion
@@ -212,3 +214,26 @@ def test_a_study_area_without_crs_is_never_taken_to_be_in_the_layers_crs():
                                      study_area_crs="EPSG:32633")
     assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0]
     assert result.areas_m2[0, 0] == pytest.approx(result.alignment["area_compared_m2"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(1, 4),
+                          st.integers(1, 4), st.sampled_from(["a", "b", None]),
+                          st.booleans()), min_size=2, max_size=8))
+def test_rows_without_class_never_move_the_result(rows):
+    # Each row: a box, a class (None: no class), and whether it is a reference row.
+    layers = {True: ([], []), False: ([], [])}
+    for x, y, w, h, label, is_reference in rows:
+        layers[is_reference][0].append(shapely.box(x, y, x + w, y + h))
+        layers[is_reference][1].append(label)
+
+    def scored(geoms, labels):
+        keep = [k for k, label in enumerate(labels) if label is not None]
+        return [geoms[k] for k in keep], [labels[k] for k in keep]
+
+    full = polygon_class_confusion(*layers[False], *layers[True])
+    classed = polygon_class_confusion(*scored(*layers[False]), *scored(*layers[True]))
+    assert full.classes.values == classed.classes.values
+    assert full.areas_m2 == pytest.approx(classed.areas_m2)
+    assert full.alignment["area_compared_m2"] == pytest.approx(
+        classed.alignment["area_compared_m2"])
