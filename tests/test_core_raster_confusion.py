@@ -397,6 +397,34 @@ def test_streamed_matrix_equals_the_matrix_of_the_whole_arrays(data):
     assert (result.counts[np.ix_(rows, order)] == expected).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_byte_histogram_path_equals_the_pixel_path(data):
+    # Byte blocks wholly on the predicted grid are tallied from a histogram of code pairs;
+    # with an agreement raster every pixel goes through the pixel path: same result.
+    shape = (data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)))
+    cells = shape[0] * shape[1]
+    codes = st.integers(0, 7)
+    reference = np.array(data.draw(st.lists(codes, min_size=cells, max_size=cells)),
+                         np.uint8).reshape(shape)
+    predicted = np.array(data.draw(st.lists(codes, min_size=cells, max_size=cells)),
+                         np.uint8).reshape(shape)
+    ignore = data.draw(st.sampled_from([[], [6], [0, 7]]))
+    table = data.draw(st.sampled_from([None, [(1, "a"), (2, "b"), (3, "c")]]))
+    p = open_band(write_raster("/vsimem/hp.tif", predicted, nodata=5), 1, "P")
+    r = open_band(write_raster("/vsimem/hr.tif", reference, nodata=4), 1, "R")
+    fast = raster_confusion(p, r, ignore, class_table=table, block_pixels=7)
+    slow = raster_confusion(p, r, ignore, class_table=table, block_pixels=7,
+                            agreement_path="/vsimem/agreement.tif")
+    assert fast.classes.values == slow.classes.values
+    assert (fast.counts == slow.counts).all()
+    assert fast.areas_m2 == pytest.approx(slow.areas_m2)
+    for key in ("reference_void_pixels", "scored_pixels", "no_prediction_pixels",
+                "other_pixels", "reference_valid_outside_prediction"):
+        assert fast.alignment[key] == slow.alignment[key], key
+    assert fast.warnings == slow.warnings
+
+
 def test_agreement_raster_format_follows_the_extension(tmp_path):
     out = tmp_path / "agreement.img"  # Erdas Imagine (HFA)
     run(tmp_path, np.array([0, 1], np.uint8), np.array([0, 0], np.uint8),

@@ -414,6 +414,11 @@ class _Tally:
         bands' values of both (0: nodata), of the same shape. Returns the block's
         agreement codes (``AGREEMENT_CODES``), uint8 of the same shape, when the tally was made
         with ``agreement=True`` (else None)."""
+        if (ref.dtype == np.uint8 and pred.dtype == np.uint8 and ref_mask is None
+                and pred_mask is None and not self.agreement and self.uniform_area
+                and inside.all()):
+            self._add_histogram(ref, pred)
+            return None
         valid = _valid(ref, self.reference.nodata, self.ignore)
         if ref_mask is not None:
             valid &= ref_mask != 0
@@ -460,6 +465,49 @@ class _Tally:
         if not self.agreement:
             return None
         return _agreement_codes(ref.shape, valid, inside, scored, pred_index, ref_index, k)
+
+    def _add_histogram(self, ref: np.ndarray, pred: np.ndarray) -> None:
+        """``add`` for two Byte blocks wholly on the predicted grid, without masks, agreement
+        raster or varying pixel areas: one histogram of the 256 × 256 (predicted, reference)
+        code pairs, then the same rules as ``add`` applied to the codes instead of the
+        pixels (same classes in the same order, same counts)."""
+        key = (pred.astype(np.uint16) << 8) | ref
+        hist = np.bincount(key.reshape(-1), minlength=1 << 16).reshape(256, 256)
+        del key
+        ref_totals = hist.sum(axis=0)
+        codes = np.arange(256, dtype=np.uint8)
+        valid = _valid(codes, self.reference.nodata, self.ignore)
+        self.pixels["reference_void"] += int(ref_totals[~valid].sum())
+        ref_codes = codes[valid & (ref_totals > 0)]
+        if not len(ref_codes):
+            return
+        ref_index = self._positions(ref_codes, from_reference=True)
+        sub = hist[:, ref_codes]  # (256 predicted codes, reference codes present)
+        pred_codes = codes[sub.sum(axis=1) > 0]
+        pred_ok = _valid(pred_codes, self.predicted.nodata, ())
+        ok_codes = pred_codes[pred_ok]
+        is_void = _among(ok_codes, self.ignore) if self.ignore else None
+        looked_up = self._positions(ok_codes, from_reference=False, void=is_void)
+        k = self.classes.k
+        unknown = looked_up < 0
+        looked_up[unknown] = k  # OTHER: not a class
+        if is_void is not None:
+            looked_up[is_void] = k
+            unknown &= ~is_void
+        rows = np.full(len(pred_codes), k + 1, dtype=np.int64)  # NO_PREDICTION
+        rows[pred_ok] = looked_up
+        self.counts = confusion.grow(self.counts, k)
+        self.areas = confusion.grow(self.areas, k)
+        block = sub[pred_codes]
+        np.add.at(self.counts, (rows[:, None], ref_index[None, :].astype(np.int64)), block)
+        for code, counts in zip(ok_codes[unknown].tolist(), block[pred_ok][unknown]):
+            per_column = np.bincount(ref_index, weights=counts, minlength=k).astype(np.int64)
+            old = self.other_by_code.get(code)
+            if old is not None:
+                per_column[: len(old[0])] += old[0]
+            self.other_by_code[code] = (per_column, None)
+        self.pixels["no_prediction"] += int(block[~pred_ok].sum())
+        self.pixels["other"] += int(block[rows == k].sum())
 
     def _remember_other(self, codes, ref_index, weights) -> None:
         """Keep, per predicted code counted as OTHER, its pixels (and m²) per reference
@@ -644,24 +692,19 @@ class _Locator:
         return values, inside
 
     def _place(self, r0: int, r1: int):
-        """(predicted rows, predicted columns of the pixels inside (int64, of the block's
+        """(predicted rows, predicted columns of the pixels inside (int32, of the block's
         shape when every pixel is inside), inside mask (r1 - r0, width), every pixel
         inside) of reference lines r0..r1; the last block's are kept for its mask band."""
         if self._block is not None and self._block[:2] == (r0, r1):
             return self._block[2:]
         pc, pr = self.grid.block(r0, r1)
-        # ⌊x⌋ as a truncation of x + 2³⁰ (one pass instead of floor then cast; exact for
-        # |x| < 2³⁰, and NaN or farther coordinates are outside whatever they become).
-        offset = float(1 << 30)
+        pred = self.predicted
         with np.errstate(invalid="ignore"):
-            far = ~((np.abs(pc) < offset) & (np.abs(pr) < offset))
-            cols = (pc + offset).astype(np.int64) - (1 << 30)
-            rows = (pr + offset).astype(np.int64) - (1 << 30)
+            # NaN (no place) compares False: outside.
+            inside = (pc >= 0) & (pc < pred.width) & (pr >= 0) & (pr < pred.height)
+            # Truncation is ⌊x⌋ for the coordinates inside (x ≥ 0); the others are dropped.
+            cols, rows = pc.astype(np.int32), pr.astype(np.int32)
         del pc, pr
-        inside = ((cols >= 0) & (cols < self.predicted.width)
-                  & (rows >= 0) & (rows < self.predicted.height))
-        if far.any():
-            inside &= ~far
         everywhere = bool(inside.all())
         if not everywhere:
             rows, cols = rows[inside], cols[inside]
@@ -678,7 +721,10 @@ class _Locator:
         rows = np.floor(self.inverse[3] + y * self.inverse[5]).astype(np.int64)
         row_ok = (rows >= 0) & (rows < pred.height)
         col_ok = self.column_ok
-        inside = np.outer(row_ok, col_ok)
+        if row_ok.all() and col_ok.all():
+            inside = np.broadcast_to(True, shape)  # read-only: nothing writes to it
+        else:
+            inside = np.outer(row_ok, col_ok)
         if not row_ok.any() or not col_ok.any():
             return np.zeros(shape, dtype=np.uint8), inside
         rows, cols = rows[row_ok], self.columns[col_ok]
