@@ -118,8 +118,9 @@ inside). The report counts the rows left out on each side.</p>
 <p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
 IoU of any prediction that may match it reaches the threshold (column spatial_match of the
 per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
-(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = mean
-over references of the best candidate IoU (a missed reference counts 0); with group fields,
+(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = Σ best
+candidate IoU / count of references (a missed reference counts its best IoU with any candidate,
+0 only when none overlaps it); with group fields,
 count_tn = groups (images) with neither an evaluated reference nor a prediction, such as a
 group whose rows all have null geometries.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
@@ -183,7 +184,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         "COUNT_FN": ("count_fn", "False negatives"),
         "SPATIAL_MATCH_RATE": ("spatial_match_rate", "Spatial match rate (Galtea)"),
         "GROUNDSET_F1": ("groundset_f1", "GroundSet F1 at the threshold"),
-        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (missed references 0)"),
+        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (Σ best IoU / references)"),
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802

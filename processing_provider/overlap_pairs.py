@@ -17,6 +17,7 @@ from qgis.PyQt.QtCore import QVariant
 from ..core import EvaluationCanceled
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pairs.pair_table import overlap_pair_table
+from ..core.util.wording import count_of
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, VECTOR_POLYGON
 from .layers import feature_batches, forward_core_log, qgis_values, read_source
@@ -162,7 +163,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
-        feedback.pushInfo(f"{table.n} overlapping pairs ({table.equal_area_crs})")
+        feedback.pushInfo(f"{count_of(table.n, 'overlapping pair')} ({table.equal_area_crs})")
 
         fields = QgsFields()
         columns = []

@@ -197,12 +197,14 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         counts = tables.counts
         if counts["count_rows_bad_image_size"]:
             feedback.pushWarning(
-                f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+                f"{count_of(counts['count_rows_bad_image_size'], 'row')} with image width / "
+                f"height fields "
                 f"that are not two numbers > 0: read without the image size (see the warning "
                 f"column)")
         feedback.pushInfo(
-            f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
-            f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
+            f"{count_of(counts['count_rows'], 'answer')}: "
+            f"{count_of(counts['count_polygons'], 'polygon')}, "
+            f"{count_of(counts['count_points'], 'point')}; {counts['count_rows_empty']} empty, "
             f"{counts['count_rows_failed']} unreadable; "
             f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
             f"bounds, {counts['count_non_finite']} non-finite")

@@ -18,6 +18,7 @@ from qgis.PyQt.QtCore import QVariant
 from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.reports.spatial_match import build_report, render_html
+from ..core.util.wording import count_of, plural
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
@@ -193,7 +194,8 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         for warning in report["warnings"]:
             feedback.pushWarning(warning)
         feedback.pushInfo(
-            f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
+            f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
+            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; mean best IoU "
             f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
             f"hallucinated {metrics['count_hallucinated']}")
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))

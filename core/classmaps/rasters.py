@@ -27,6 +27,7 @@ import pyproj
 from . import confusion
 from ..geometry.crs import crs_label
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +138,8 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     except RuntimeError as exc:
         raise ValueError(f"{name}: GDAL cannot open {path}: {exc}") from None
     if not 1 <= band <= dataset.RasterCount:
-        raise ValueError(f"{name}: band {band} does not exist ({dataset.RasterCount} bands)")
+        raise ValueError(f"{name}: band {band} does not exist "
+                         f"({count_of(dataset.RasterCount, 'band')})")
     raster_band = dataset.GetRasterBand(band)
     wkt = dataset.GetProjection()
     crs = pyproj.CRS.from_wkt(wkt) if wkt else None
@@ -364,9 +366,13 @@ def raster_confusion(
 def _nothing_scored(pixels: dict) -> str:
     """Why no pixel was scored, from the tally's coverage counts."""
     if pixels["outside_prediction"]:
-        return (f"nothing is scored: none of the {pixels['outside_prediction']} valid "
-                f"reference pixels lies on the predicted raster (the rasters do not overlap)")
-    return (f"nothing is scored: all {pixels['reference_void']} reference pixels are nodata "
+        n = pixels["outside_prediction"]
+        return (f"nothing is scored: {'the' if n == 1 else 'none of the'} "
+                f"{count_of(n, 'valid reference pixel')} {'does not lie' if n == 1 else 'lies'} "
+                f"on the predicted raster (the rasters do not overlap)")
+    n = pixels["reference_void"]
+    return (f"nothing is scored: {'the' if n == 1 else 'all'} "
+            f"{count_of(n, 'reference pixel')} {plural(n, 'is', 'are')} nodata "
             f"or void (IGNORE_VALUES)")
 
 

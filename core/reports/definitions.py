@@ -232,7 +232,8 @@ _ROWS = (
     ("groundset_count_fn", "GroundSet false negatives: references not claimed.", "",
      GROUNDSET),
     ("groundset_miou", "Mean over reference fields of the best IoU of a candidate "
-     "prediction; a missed reference counts 0.", "Σ max IoU / count_reference", GROUNDSET),
+     "prediction, matched or not: a missed reference (false negative) counts its best IoU, "
+     "0 only when no candidate overlaps it.", "Σ max IoU / count_reference", GROUNDSET),
     ("count_tn", "True negatives (with group fields): groups (images) with neither an "
      "evaluated reference nor a counted prediction, e.g. a group whose rows all have null "
      "geometries (an answer of nothing where nothing exists).", "", GROUNDSET),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from ..util.wording import plural
 from .reproduce import processing_run_code, qgis_process_command
 
 #: Templates folder: base.html.j2 and each algorithm's section templates.
@@ -139,7 +140,8 @@ def render_report(
 
 def template_environment(templates_dir: str | Path = TEMPLATES_DIR):
     """The Jinja2 environment of the reports (autoescape, strict undefined, filters
-    ``number`` and ``percent``, global ``figure``)."""
+    ``number`` and ``percent``, globals ``figure`` and ``plural`` (util.wording.plural: the
+    word that agrees with a count))."""
     import jinja2
     from markupsafe import Markup
 
@@ -152,6 +154,7 @@ def template_environment(templates_dir: str | Path = TEMPLATES_DIR):
     )
     env.filters["number"] = format_number
     env.filters["percent"] = format_percent
+    env.globals["plural"] = plural  # plural(n, "field") -> "field" or "fields"
     env.globals["figure"] = lambda uri, alt, caption="", id="": Markup(
         _figure_html(uri, alt, caption, id)
     )
