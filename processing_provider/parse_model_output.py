@@ -19,6 +19,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from ..core.classmaps.rasters import inputs_left_untouched
 from ..core.util.wording import count_of
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
@@ -145,7 +146,8 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
             "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
         }
-        raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
+            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
         geotransform, raster_size = (raster_geotransform(raster) if raster is not None
                                      else (None, None))
         read = read_columns(source, indices, feedback, (0, 10))

@@ -110,18 +110,19 @@ def inputs_left_untouched():
     """Within the block, GDAL keeps no auxiliary ``.aux.xml`` file (PAM) for the datasets it
     opens: statistics that a reader computes (QGIS computes them to style a raster layer it
     loads), histograms or attribute tables are not written beside the input rasters. GDAL's
-    ``GDAL_PAM_ENABLED`` configuration option is set to NO and its previous value restored
-    on leaving (the option is process-wide: keep the block to reading the inputs).
+    ``GDAL_PAM_ENABLED`` configuration option is set to NO for this thread only (a
+    thread-local option: a QGIS window drawing other rasters meanwhile keeps its PAM) and
+    its previous value restored on leaving.
 
     A dataset opened inside the block stays without PAM until it is closed, even after."""
     from osgeo import gdal
 
-    previous = gdal.GetConfigOption("GDAL_PAM_ENABLED")
-    gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+    previous = gdal.GetThreadLocalConfigOption("GDAL_PAM_ENABLED", None)
+    gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", "NO")
     try:
         yield
     finally:
-        gdal.SetConfigOption("GDAL_PAM_ENABLED", previous)
+        gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", previous)
 
 
 def open_band(path: str, band: int, name: str) -> RasterBand:
