@@ -75,8 +75,8 @@ from .validation import (
 )
 from .reporting import (
     input_description,
-    plain_parameters,
     provenance,
+    reproduce,
     same_layer_warning,
     write_reports,
 )
@@ -597,10 +597,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         report["warnings"] += run_warnings
         report.update(report_extras(evaluation, ref_ids))
-        report["reproduce"] = {
-            "algorithm": self.id() or "ioueval:evaluatepolygons",
-            "parameters": plain_parameters(self, parameters, context),
-        }
+        report["reproduce"] = reproduce(self, parameters, context)
         results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML,

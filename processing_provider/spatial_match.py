@@ -36,7 +36,7 @@ from .model_text_parameters import (
 )
 from .parameters import add_missing_help, report_destinations, requested
 from .progress import fraction_progress
-from .reporting import input_description, plain_parameters, provenance, write_reports
+from .reporting import input_description, provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -181,7 +181,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             result,
             {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
             provenance(),
-            {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            reproduce(self, parameters, context),
             row_ids,
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])

@@ -21,7 +21,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ..util.wording import plural
-from .reproduce import processing_run_code, qgis_process_command
+from .reproduce import QGIS_PROCESS, processing_run_code, qgis_process_command
 
 #: Templates folder: base.html.j2 and each algorithm's section templates.
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "resources" / "templates"
@@ -91,8 +91,8 @@ def render_report(
         report: the JSON report dict. Read by the skeleton: ``inputs`` ({role: {"source",
             "layer_name", "crs", "feature_count", "selected_features_only", "filter"}}),
             ``provenance`` ({name: version}; ``created_utc`` is the date shown, now if
-            absent), ``reproduce`` ({"algorithm": id, "parameters": {NAME: plain value}},
-            optional). NaN/inf are shown as "–".
+            absent), ``reproduce`` ({"algorithm": id, "parameters": {NAME: plain value},
+            "qgis_process": the program that runs it from a shell}, optional). NaN/inf are shown as "–".
         title: page title, e.g. "Evaluate polygons (IoU matching)".
         algorithm_id: e.g. "ioueval:evaluatepolygons".
         sections: the algorithm's sections, shown between the alerts and "Reproduce".
@@ -132,7 +132,10 @@ def render_report(
         alerts=[a if isinstance(a, Alert) else Alert(str(a)) for a in alerts],
         sections=rendered,
         processing_run=processing_run_code(algorithm_id, parameters),
-        qgis_process=qgis_process_command(algorithm_id, parameters),
+        qgis_process=qgis_process_command(
+            algorithm_id, parameters, reproduce.get("qgis_process") or QGIS_PROCESS
+        ),
+        qgis_process_program=reproduce.get("qgis_process") or QGIS_PROCESS,
         provenance=provenance,
         definitions=list(definitions),
     )
