@@ -253,8 +253,9 @@ _ROWS = (
     ("count_predicted_clipped", "Predicted rows cut at the study area's outline (clip).",
      "", PLUGIN),
     # --- the rest of the report -----------------------------------------------------------
-    ("worst_reference_fields", "The 12 reference fields with the lowest best IoU (ties: "
-     "larger first): id, best IoU, area, predictions overlapping.", "", PLUGIN),
+    ("worst_reference_fields", "Up to 12 reference fields with the lowest best IoU (ties: "
+     "larger first), leaving out those whose best IoU shows as 1.00 (at least 0.995): id, "
+     "best IoU, matched IoU, area, predictions overlapping.", "", PLUGIN),
     ("outcome_areas_ha", "Areas of the outcomes, in ha: tp_reference (matched reference "
      "fields), tp_predicted (matched predictions), fp (unmatched predictions, without those "
      "on ignore regions), fn (unmatched reference fields).", "Σ|·| / 10⁴ in the equal-area CRS",
