@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from qgis.core import QgsCoordinateTransform, QgsField, QgsFields, QgsProcessingUtils
-from qgis.PyQt.QtCore import QVariant
 
-from .compat import MULTI_POLYGON, NO_GEOMETRY
+from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, MULTI_POLYGON, NO_GEOMETRY
 from .layers import qgis_values
 
 TRUE_POSITIVES = "TRUE_POSITIVES"
@@ -100,17 +99,17 @@ class EvaluationOutputs:
             ref_id = QgsField(self.id_field)
             ref_id.setName("ref_id")
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
-                ref_id, ("iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-                ("ref_area_m2", QVariant.Double), *self._prediction_fields("pred"),
+                ref_id, ("iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
+                ("ref_area_m2", FIELD_DOUBLE), *self._prediction_fields("pred"),
             ))
         if name == FALSE_POSITIVES:
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
-                ("best_iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-                ("overlaps_reference", QVariant.Bool), *self._prediction_fields("pred"),
+                ("best_iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
+                ("overlaps_reference", FIELD_BOOL), *self._prediction_fields("pred"),
             ))
         if name == FALSE_NEGATIVES:
             return QgsProcessingUtils.combineFields(self.reference_fields, _fields(
-                ("best_iou", QVariant.Double), ("ref_area_m2", QVariant.Double),
+                ("best_iou", FIELD_DOUBLE), ("ref_area_m2", FIELD_DOUBLE),
                 *self._prediction_fields("max_overlap_pred"),
             ))
         return _fields(self.id_field, *(
@@ -121,7 +120,7 @@ class EvaluationOutputs:
     def _prediction_fields(self, prefix: str) -> list:
         """The columns naming a prediction: ``<prefix>_fid``, and ``<prefix>_id`` with
         PREDICTED_ID_FIELD."""
-        specs = [(f"{prefix}_fid", QVariant.LongLong)]
+        specs = [(f"{prefix}_fid", FIELD_LONG)]
         if self.pred_ids is not None:
             specs.append(self._id_field(f"{prefix}_id"))
         return specs
@@ -169,7 +168,7 @@ class EvaluationOutputs:
 
     @functools.cached_property
     def _per_field_columns(self) -> list:
-        """(name, QVariant type, plain values) of every per-reference column; columns of
+        """(name, compat.FIELD_* type, plain values) of every per-reference column; columns of
         predicted input positions (``*_index``) become predicted feature ids (``*_fid``)."""
         columns = []
         for key, values in self.evaluation.per_reference.items():
@@ -219,14 +218,14 @@ def _fields(*specs) -> QgsFields:
 
 
 def _variant_type(values):
-    """QVariant type of a per-reference column (numpy dtype or object of str)."""
+    """Field type (compat.FIELD_*) of a per-reference column (numpy dtype or object of str)."""
     dtype = np.asarray(values).dtype
     if dtype == bool:
-        return QVariant.Bool
+        return FIELD_BOOL
     if np.issubdtype(dtype, np.integer):
-        return QVariant.LongLong
+        return FIELD_LONG
     if np.issubdtype(dtype, np.floating):
-        return QVariant.Double
+        return FIELD_DOUBLE
     if all(v is None or isinstance(v, (int, np.integer)) for v in values):
-        return QVariant.LongLong
-    return QVariant.String
+        return FIELD_LONG
+    return FIELD_STRING
