@@ -130,13 +130,16 @@ def plain_parameters(algorithm, parameters, context) -> dict:
             isinstance(value, str) and kind in ("source", "vector", "raster", "layer")
         ):
             layer = algorithm.parameterAsLayer(given, name, context)
-            value = absolute_source(layer.source()) if layer is not None else value
+            value = layer.source() if layer is not None else value
+            if layer is not None and layer.providerType() in ("ogr", "gdal"):  # files
+                value = absolute_source(value)
         elif kind == "multilayer" and isinstance(value, (list, tuple)):
             value = [absolute_source(_plain(v)) if isinstance(_plain(v), str) else v
                      for v in value]
         elif kind == "file" or definition.isDestination():
             value = _plain(value)
-            value = absolute_source(value) if isinstance(value, str) else value
+            if isinstance(value, str):
+                value = absolute_source(value, destination=definition.isDestination())
         elif kind == "number":  # qgis_process gives text: the value as used
             number = algorithm.parameterAsDouble(given, name, context)
             value = int(number) if definition.dataType() == 0 else number
@@ -188,17 +191,18 @@ def provenance() -> dict:
     }
 
 
-def absolute_source(source: str) -> str:
-    """A layer source or file path with its file made absolute (from the current folder):
-    "data/f.gpkg|layername=x" becomes "/home/me/data/f.gpkg|layername=x". Anything that is
-    not a relative path to an existing file or folder, or to a file with an extension in an
-    existing folder (a destination), is returned as it is: URIs, memory layers,
-    TEMPORARY_OUTPUT, layer ids, database connections."""
+def absolute_source(source: str, destination: bool = False) -> str:
+    """A file's layer source or path made absolute (from the current folder):
+    "data/f.gpkg|layername=x" becomes "/home/me/data/f.gpkg|layername=x". Only a relative
+    path to an existing file or folder changes, or with ``destination`` one to a file with
+    an extension in an existing folder (a file to write); anything else is returned as it
+    is: URIs, memory layers, TEMPORARY_OUTPUT, layer ids, database connections."""
     path, bar, rest = source.partition("|")
     if not path or os.path.isabs(path) or ":" in path.split("/")[0].split("\\")[0]:
         return source
     where = Path(path)
-    if not (where.exists() or (where.suffix and where.parent.is_dir())):
+    if not (where.exists() or (destination and where.suffix and where.parent.is_dir()
+                               and not any(c in path for c in "'\"= "))):
         return source  # e.g. TEMPORARY_OUTPUT, a layer id
     return str(where.resolve()) + bar + rest
 

@@ -203,7 +203,8 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             feedback.pushWarning(warning)
         feedback.pushInfo(
             f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
-            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; mean best IoU "
+            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
+            f"mean best IoU "
             f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
             f"hallucinated {metrics['count_hallucinated']}")
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))

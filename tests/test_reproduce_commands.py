@@ -58,7 +58,9 @@ def test_the_reports_qgis_process_command_reruns_the_evaluation(
         assert second["metrics"][key] == report["metrics"][key], key
 
 
-def test_the_reports_command_as_shown_runs_from_another_folder(qgis_process_env, tmp_path):  # noqa: F811
+def test_the_reports_command_as_shown_runs_from_another_folder(
+    qgis_process_env, tmp_path  # noqa: F811
+):
     # Run as the README shows it: from the clone's root, with relative paths.
     out = tmp_path / "out"
     out.mkdir()
@@ -118,7 +120,10 @@ def test_relative_sources_and_destinations_become_absolute(tmp_path, monkeypatch
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "f.gpkg").write_bytes(b"")
     assert absolute_source("data/f.gpkg|layername=x") == f"{tmp_path}/data/f.gpkg|layername=x"
-    assert absolute_source("data/report.json") == f"{tmp_path}/data/report.json"  # to write
+    assert absolute_source("data/report.json", destination=True) == f"{tmp_path}/data/report.json"
+    assert absolute_source("data/report.json") == "data/report.json"  # a source must exist
     for unchanged in ("/abs/f.gpkg|layername=x", "TEMPORARY_OUTPUT", "memory:", "ogr:x",
-                      "layer_id_1234", "missing/folder/out.csv", ""):
+                      "layer_id_1234", "missing/folder/out.csv", "",
+                      "dbname='gis' host=db table=\"public\".\"fields\" (geom)"):
         assert absolute_source(unchanged) == unchanged
+        assert absolute_source(unchanged, destination=True) == unchanged

@@ -1,5 +1,5 @@
 """Definitions of every key of ioueval:evaluatepolygons' JSON report: what it means, its
-formula and the source of the definition (shown in the HTML report's "Definitions")."""
+formula and the source of the definition (shown in the HTML report's appendix)."""
 
 from __future__ import annotations
 

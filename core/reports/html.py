@@ -92,7 +92,8 @@ def render_report(
             "layer_name", "crs", "feature_count", "selected_features_only", "filter"}}),
             ``provenance`` ({name: version}; ``created_utc`` is the date shown, now if
             absent), ``reproduce`` ({"algorithm": id, "parameters": {NAME: plain value},
-            "qgis_process": the program that runs it from a shell}, optional). NaN/inf are shown as "–".
+            "qgis_process": the program that runs it from a shell}, optional). NaN/inf are
+            shown as "–".
         title: page title, e.g. "Evaluate polygons (IoU matching)".
         algorithm_id: e.g. "ioueval:evaluatepolygons".
         sections: the algorithm's sections, shown between the alerts and "Reproduce".
@@ -100,7 +101,8 @@ def render_report(
         summary_template: a template (relative to ``templates_dir``) for it, rendered with
             ``summary_context``, so its numbers can be ``shown``.
         alerts: warnings of the run (strings are warnings).
-        definitions: every key of the JSON report, shown in "Definitions".
+        definitions: every key of the JSON report, shown in the collapsed appendix
+            "Appendix: definitions" (a <details> element).
     Returns the HTML text. Raises jinja2.TemplateError on a template error and KeyError
     (from ``shown``) when a section shows a key that the report does not have.
     """
