@@ -492,3 +492,13 @@ def test_without_a_predicted_id_the_layers_still_name_the_prediction_by_feature_
     fp = layer_of(result["FALSE_POSITIVES"])
     assert [f["pred_fid"] for f in fp.getFeatures()] == fids[1:]
     assert "pred_id" not in fp.fields().names()
+
+
+def test_a_missing_predicted_id_field_is_named(ioueval_provider):
+    from qgis.core import QgsProcessingException
+    from qgis_layers import box_wkt, memory_layer
+
+    layer = memory_layer([box_wkt(0, 0, 1, 1)])
+    with pytest.raises(QgsProcessingException, match="PREDICTED_ID_FIELD"):
+        run({"PREDICTED": layer, "REFERENCE": memory_layer([box_wkt(0, 0, 1, 1)]),
+             "PREDICTED_ID_FIELD": "no_such_field"})
