@@ -127,3 +127,38 @@ def test_qgis_process_leaves_the_input_folder_as_it_was(qgis_process_env,  # noq
     assert done.returncode == 0, done.stdout + done.stderr
     assert snapshot(inputs) == before, sorted(set(snapshot(inputs)) ^ set(before))
     assert any(out.iterdir())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="qgis_process.bin is Debian's layout")
+def test_an_aux_xml_that_was_there_is_read_and_left_as_it_was(qgis_process_env,  # noqa: F811
+                                                             tmp_path):
+    # A PNG keeps its georeferencing (CRS, geotransform) in img.png.aux.xml: qgis_process
+    # loads the raster with GDAL's PAM off, yet the outputs get the CRS and map coordinates
+    # the .aux.xml gives, and the file is not rewritten.
+    from osgeo import gdal, osr
+
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    memory = gdal.GetDriverByName("MEM").Create("", 100, 50, 1, gdal.GDT_Byte)
+    memory.SetGeoTransform([500000, 10, 0, 4500000, 0, -10])
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(32633)
+    memory.SetProjection(srs.ExportToWkt())
+    gdal.GetDriverByName("PNG").CreateCopy(str(inputs / "img.png"), memory)
+    memory = None
+    assert (inputs / "img.png.aux.xml").exists()
+    (inputs / "answers.csv").write_text('id,answer\n1,"[10, 5, 20, 15]"\n', encoding="utf-8")
+    before = snapshot(inputs)
+    out = tmp_path / "out.gpkg"
+    done = subprocess.run(
+        [QGIS_PROCESS, "run", "ioueval:parsemodeloutput", "--",
+         f"INPUT={inputs / 'answers.csv'}", "TEXT_FIELD=answer", "COORDINATE_FORMAT=1",
+         f"RASTER={inputs / 'img.png'}", f"OUTPUT={out}"],
+        env=qgis_process_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert snapshot(inputs) == before
+    written = ogr.Open(str(out))
+    layer = written.GetLayer(0)
+    assert layer.GetSpatialRef().GetAuthorityCode(None) == "32633"
+    # pixel box x 10..20, y 5..15 -> map x 500,100..500,200, y 4,499,850..4,499,950
+    assert layer.GetExtent() == (500100.0, 500200.0, 4499850.0, 4499950.0)
