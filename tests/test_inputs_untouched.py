@@ -162,3 +162,26 @@ def test_an_aux_xml_that_was_there_is_read_and_left_as_it_was(qgis_process_env, 
     assert layer.GetSpatialRef().GetAuthorityCode(None) == "32633"
     # pixel box x 10..20, y 5..15 -> map x 500,100..500,200, y 4,499,850..4,499,950
     assert layer.GetExtent() == (500100.0, 500200.0, 4499850.0, 4499950.0)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="qgis_process.bin is Debian's layout")
+def test_class_names_kept_in_an_aux_xml_are_read_under_qgis_process(qgis_process_env,  # noqa: F811
+                                                                   tmp_path):
+    # GDAL keeps a GeoTIFF's category names in its .aux.xml (PAM): they name the classes.
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    grid = (500000, 10, 0, 4500000, 0, -10)
+    for name in ("p.tif", "r.tif"):
+        write_raster(inputs / name, np.array([[0, 1], [1, 0]], np.uint8), grid,
+                     categories=["water", "forest"])
+    assert (inputs / "r.tif.aux.xml").exists()
+    before = snapshot(inputs)
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [QGIS_PROCESS, "run", "ioueval:rasteriou", "--", f"PREDICTED={inputs / 'p.tif'}",
+         f"REFERENCE={inputs / 'r.tif'}", f"REPORT_JSON={report}"],
+        env=qgis_process_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert snapshot(inputs) == before
+    per_class = json.loads(report.read_text(encoding="utf-8"))["per_class"]
+    assert [per_class[k]["name"] for k in ("0", "1")] == ["water", "forest"]
