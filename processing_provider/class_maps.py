@@ -14,7 +14,7 @@ from .base import IoUEvaluationAlgorithm
 from .compat import FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, TABLE
 from .parameters import requested
 from .progress import fraction_progress
-from .reporting import plain_parameters, provenance, write_reports
+from .reporting import provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -73,12 +73,7 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
     def report_arguments(self, parameters, context) -> dict:
         """The provenance and the "reproduce" block of a class-map report, as keyword
         arguments of ``build_class_map_report``."""
-        return {
-            "provenance": provenance(),
-            "reproduce": {
-                "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
-            },
-        }
+        return {"provenance": provenance(), "reproduce": reproduce(self, parameters, context)}
 
     def write_class_map_outputs(self, parameters, context, feedback, report) -> dict:
         """Write the per-class table and the reports; returns the results dict (outputs and

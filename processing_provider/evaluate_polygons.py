@@ -19,6 +19,7 @@ from ..core.matching.grouping import parse_size_bins
 from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
+from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
@@ -73,8 +74,8 @@ from .validation import (
 )
 from .reporting import (
     input_description,
-    plain_parameters,
     provenance,
+    reproduce,
     same_layer_warning,
     write_reports,
 )
@@ -116,13 +117,16 @@ inside). The report counts the rows left out on each side.</p>
 <p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
 IoU of any prediction that may match it reaches the threshold (column spatial_match of the
 per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
-(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = mean
-over references of the best candidate IoU (a missed reference counts 0); with group fields,
+(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = Σ best
+candidate IoU / count of references (a missed reference counts its best IoU with any candidate,
+0 only when none overlaps it); with group fields,
 count_tn = groups (images) with neither an evaluated reference nor a prediction, such as a
 group whose rows all have null geometries.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
 reference), unmatched references (FN), a per-field table keyed by the reference id (join it
-to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
+to the reference layer), and JSON and HTML reports. Predictions are named by their input
+feature id (pred_fid, max_overlap_pred_fid) and, with a predicted id field, by their own id
+too (pred_id, max_overlap_pred_id). Definitions follow agribound 1.0's
 evaluation.</p>
 """
 
@@ -138,6 +142,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     REFERENCE_ID_FIELD = "REFERENCE_ID_FIELD"
+    PREDICTED_ID_FIELD = "PREDICTED_ID_FIELD"
     IOU_THRESHOLD = "IOU_THRESHOLD"
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
     MATCHING = "MATCHING"
@@ -167,7 +172,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         REFERENCE_IGNORE_FIELD,
         REFERENCE_GROUP_FIELD,
     )
-    PREDICTED_FIELDS = (PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD, SCORE_FIELD)
+    PREDICTED_FIELDS = (
+        PREDICTED_ID_FIELD, PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD, SCORE_FIELD
+    )
     DESTINATIONS = (
         TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD, REPORT_JSON, REPORT_HTML
     )
@@ -181,7 +188,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         "COUNT_FN": ("count_fn", "False negatives"),
         "SPATIAL_MATCH_RATE": ("spatial_match_rate", "Spatial match rate (Galtea)"),
         "GROUNDSET_F1": ("groundset_f1", "GroundSet F1 at the threshold"),
-        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (missed references 0)"),
+        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (Σ best IoU / references)"),
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
@@ -194,6 +201,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             self.REFERENCE_ID_FIELD,
             "Reference id field (keys the per-field table; default: feature id)", self.tr,
             self.REFERENCE))
+        self.addParameter(optional_field(
+            self.PREDICTED_ID_FIELD,
+            "Predicted id field (names predictions in every output; default: feature id only)",
+            self.tr, self.PREDICTED))
         self.addParameter(iou_threshold_parameter(self.tr))
         self.addParameter(equal_area_crs_parameter(self.tr))
         for parameter in self._advanced_parameters():
@@ -416,6 +427,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             evaluation, predicted, reference, predicted_source.fields(),
             reference_source.fields(), ref_ids, id_qfield,
             _transform(predicted_source, reference_source, context),
+            *self._predicted_ids(feedback, fields, predicted, predicted_source),
         )
         results = _OutputWriter(self, parameters, context, feedback).write_all(
             outputs, reference_source.sourceCrs())
@@ -504,8 +516,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         run_warnings = []
         for name, features in (("reference", reference), ("predicted", predicted)):
             if features.n_curved:
+                curved = count_of(features.n_curved, f"{name} geometry with arcs",
+                                  f"{name} geometries with arcs")
                 run_warnings.append(
-                    f"{features.n_curved} {name} geometries with arcs were cut into straight "
+                    f"{curved} {plural(features.n_curved, 'was', 'were')} cut into straight "
                     f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
                 )
                 feedback.pushInfo(run_warnings[-1])
@@ -549,6 +563,20 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             )
         return ref_ids, QgsField(reference_source.fields().at(id_index))
 
+    def _predicted_ids(self, feedback, fields, predicted, predicted_source):
+        """(the PREDICTED_ID_FIELD's value of each prediction and its QgsField; a warning when
+        they repeat), or (None, None) without that field."""
+        if self.PREDICTED_ID_FIELD not in fields:
+            return None, None
+        pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
+        pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
+        if len(set(map(str, pred_ids))) < len(pred_ids):
+            feedback.pushWarning(
+                f"PREDICTED_ID_FIELD: {pred_name} has repeated values: pred_id does not "
+                "name one prediction (pred_fid does)"
+            )
+        return pred_ids, QgsField(predicted_source.fields().at(pred_index))
+
     def _report(self, parameters, context, evaluation, fields, layers, study_area,
                 run_warnings, ref_ids) -> dict:
         """The JSON report: the core's, with the inputs, the field names used, the study
@@ -565,8 +593,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             parameters={name.lower(): field_name for name, (field_name, _) in fields.items()},
             warnings=run_warnings,
             extras=report_extras(evaluation, ref_ids),
-            reproduce={"algorithm": self.id() or "ioueval:evaluatepolygons",
-                       "parameters": plain_parameters(self, parameters, context)},
+            reproduce=reproduce(self, parameters, context),
         )
 
 

@@ -15,6 +15,7 @@ from qgis.core import (
 
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pairs.pair_table import overlap_pair_table
+from ..core.util.wording import count_of
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     FIELD_DOUBLE,
@@ -160,7 +161,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
         )
         if table is None:
             return {}
-        feedback.pushInfo(f"{table.n} overlapping pairs ({table.equal_area_crs})")
+        feedback.pushInfo(f"{count_of(table.n, 'overlapping pair')} ({table.equal_area_crs})")
         fields, columns = self._columns(table, sources, features, id_index)
         results = {"COUNT_PAIRS": table.n}
         for k, (name, wkb_type, crs, geometries) in enumerate(

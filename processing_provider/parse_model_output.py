@@ -17,6 +17,7 @@ from qgis.core import (
 )
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from ..core.classmaps.rasters import inputs_left_untouched
 from ..core.util.wording import count_of
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
@@ -144,15 +145,17 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
             "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
         }
-        raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
+            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
         geotransform, raster_size = (raster_geotransform(raster) if raster is not None
                                      else (None, None))
+        raster_crs = _raster_crs(raster) if raster is not None else None
         read = read_columns(source, indices, feedback, (0, 10))
         if read is None:
             return {}
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
-        widths, heights = _image_sizes(feedback, raster, geotransform, raster_size,
+        widths, heights = _image_sizes(feedback, raster, raster_crs, geotransform, raster_size,
                                        columns["width"], columns["height"])
 
         tables = self.run_core(
@@ -165,7 +168,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         )
         if tables is None:
             return {}
-        crs = raster.crs() if raster is not None else self.parameterAsCrs(
+        crs = raster_crs if raster is not None else self.parameterAsCrs(
             parameters, self.CRS, context)
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
                     else QgsField("row_id", FIELD_LONG))
@@ -199,14 +202,14 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                                    kind, crs)
 
 
-def _image_sizes(feedback, raster, geotransform, raster_size, widths, heights):
+def _image_sizes(feedback, raster, raster_crs, geotransform, raster_size, widths, heights):
     """Each row's image width and height: the fields' values, the RASTER's size where a row
-    has none; warnings when the raster has no georeferencing or no CRS."""
+    has none; warnings when the raster has no georeferencing or no CRS (``raster_crs``)."""
     if raster is not None and geotransform is None:
         feedback.pushWarning(
             f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
             f"the image size of rows without one; coordinates stay in pixels")
-    if raster is not None and not raster.crs().isValid():
+    if raster is not None and not raster_crs.isValid():
         feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
     if raster_size is not None:
         widths = [raster_size[0] if _blank(w) else w for w in widths]
@@ -218,12 +221,14 @@ def _log_counts(feedback, counts) -> None:
     """What the answers gave, in the log (a warning for unusable image sizes)."""
     if counts["count_rows_bad_image_size"]:
         feedback.pushWarning(
-            f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+            f"{count_of(counts['count_rows_bad_image_size'], 'row')} with image width / "
+            f"height fields "
             f"that are not two numbers > 0: read without the image size (see the warning "
             f"column)")
     feedback.pushInfo(
-        f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
-        f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
+        f"{count_of(counts['count_rows'], 'answer')}: "
+        f"{count_of(counts['count_polygons'], 'polygon')}, "
+        f"{count_of(counts['count_points'], 'point')}; {counts['count_rows_empty']} empty, "
         f"{counts['count_rows_failed']} unreadable; "
         f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
         f"bounds, {counts['count_non_finite']} non-finite")
@@ -232,6 +237,22 @@ def _log_counts(feedback, counts) -> None:
 def _blank(value) -> bool:
     """A missing size cell: NULL, or empty text (a CSV read without column types)."""
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _raster_crs(raster) -> QgsCoordinateReferenceSystem:
+    """The raster layer's CRS, else the one GDAL reads for its file: under qgis_process the
+    layer is loaded with GDAL's PAM off (qgis_process.py), so a CRS kept only in an
+    .aux.xml beside a PNG or JPEG reaches GDAL's own reading, not the layer."""
+    if raster.crs().isValid():
+        return raster.crs()
+    try:
+        from osgeo import gdal
+
+        dataset = gdal.Open(raster.source())
+        wkt = dataset.GetProjection() if dataset is not None else ""
+    except (ImportError, RuntimeError):
+        wkt = ""
+    return QgsCoordinateReferenceSystem.fromWkt(wkt) if wkt else raster.crs()
 
 
 def raster_geotransform(raster):

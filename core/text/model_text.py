@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
+from ..util.wording import count_of
+
 #: The COORDINATE_FORMAT choices, in the order of the Processing enum (a contract).
 COORDINATE_FORMATS = (
     "auto",
@@ -589,7 +591,8 @@ def _token_raws(syntax: str, match) -> list:
             kind = "point"
         else:
             return [_Raw("polygon", label_start, end, failure=(
-                f"{len(numbers)} Florence-2 loc tokens: neither a box, a point nor a polygon"))]
+                f"{count_of(len(numbers), 'Florence-2 loc token')}: neither a box, a point "
+                f"nor a polygon"))]
         return [_Raw(kind, label_start, end, numbers, "florence2_loc_1000", label)]
     if syntax == "molmo":
         attrs = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', match.group("attrs")))
@@ -1083,13 +1086,15 @@ def _numbers_raw(numbers, start, end, convention, kind_hint, label) -> _Raw:
         return _Raw("point", start, end, failure=f"a point needs 2 numbers, got {n}")
     if kind_hint == "polygon" and n < 6:
         return _Raw("polygon", start, end, failure=(
-            f"a polygon needs at least 3 points (6 numbers), got {n} numbers {_short(numbers)}"))
+            f"a polygon needs at least 3 points (6 numbers), got {count_of(n, 'number')} "
+            f"{_short(numbers)}"))
     if n == 4 and kind_hint in (None, "box"):
         return _Raw("box", start, end, numbers, convention, label)
     if n >= 6 and n % 2 == 0 and kind_hint in (None, "polygon", "box"):
         return _Raw("polygon", start, end, numbers, convention, label)
     return _Raw(kind_hint or "box", start, end, failure=(
-        f"{n} numbers {_short(numbers)}: neither a box (4), a point (2) nor a polygon ring "
+        f"{count_of(n, 'number')} {_short(numbers)}: neither a box (4), a point (2) nor a "
+        f"polygon ring "
         f"(2n, n >= 3)"))
 
 

@@ -36,6 +36,7 @@ from .versions import (  # noqa: F401
 )
 from .wording import (  # noqa: F401
     count_of,
+    plural,
 )
 from .allocator import (  # noqa: F401
     MMAP_THRESHOLD,
@@ -71,6 +72,7 @@ __all__ = [
     "is_missing",
     "leave",
     "library_versions",
+    "plural",
     "run_beside",
     "run_chunks",
     "safe_divide",
