@@ -243,10 +243,12 @@ def extract(text: str, prose_numbers: bool):
     each on the text the earlier ones did not claim."""
     claims = ex.Claims()
     raws = read_syntaxes(text, claims)
+    spans = []
     for start, end in ex.wkt_spans(text):
         if claims.free(start, end):
-            raws.append(ex.wkt_raw(text, start, end))
+            spans.append((start, end))
             claims.add(start, end)
+    raws.extend(ex.wkt_raws(text, spans))
     json_raws, note = _json_raws(ex.blank(text, claims.spans()), prose_numbers)
     raws.extend(json_raws)
     raws.sort(key=lambda r: r.start)
@@ -286,12 +288,232 @@ def _json_raws(text: str, prose_numbers: bool):
 # --- Conventions ------------------------------------------------------------------------------
 
 def convert(raws, text, options: _Options) -> list:
-    """GeometryRecords of the raw spans, in order."""
+    """GeometryRecords of the raw spans, in order: plain boxes, points and oriented boxes in
+    batches (``_batch_records``: one shapely call per batch, so that an answer of 50 000 boxes
+    costs milliseconds of GEOS, not a second of per-call overhead), the rest one by one."""
     auto = (None, "", "")
     if options.coordinate_format == "auto":
         untyped = [r for r in raws if r.failure is None and r.convention is None]
         auto = resolve_auto(untyped, options.size)
-    return [build_record(index, raw, text, options, auto) for index, raw in enumerate(raws)]
+    records, batches, cache = [None] * len(raws), {}, {}
+    for index, raw in enumerate(raws):
+        key = (raw.convention, raw.syntax, raw.fixed, raw.note, raw.kind)
+        if key not in cache:
+            cache[key] = _convention_of(raw, options, auto)
+        convention = cache[key]
+        if _batchable(raw, options, convention[0]):
+            batches.setdefault((raw.kind, raw.obb_form, convention), []).append(index)
+        elif _batchable_geometry(raw, options, convention[0]):
+            batches.setdefault(("geometry", "", convention), []).append(index)
+        else:
+            records[index] = build_record(index, raw, text, options, auto)
+    for (kind, form, convention), indices in batches.items():
+        if kind == "geometry":
+            _batch_geometries(convention, indices, raws, text, options, auto, records)
+        else:
+            _batch_records(kind, form, convention, indices, raws, text, options, records)
+    return records
+
+
+def _batchable_geometry(raw, options, name) -> bool:
+    return (raw.failure is None and raw.geometry is not None and not options.padded_square
+            and not (name == "map" and options.geotransform is not None))
+
+
+def _batch_geometries(convention_of, indices, raws, text, options, auto, records):
+    """The records of WKT and GeoJSON geometries of one convention: finiteness, emptiness,
+    range, transform, validity and bounds each in one shapely call; an invalid polygon or a
+    collection is built one by one (``build_record``)."""
+    name, source, warning, why = convention_of
+    convention, size = CONVENTIONS[name], options.size
+    geometries = np.array([raws[i].geometry for i in indices], dtype=object)
+    coordinates, owner = shapely.get_coordinates(geometries, return_index=True)
+    n = len(indices)
+    bad = np.zeros(n, dtype=bool)
+    np.logical_or.at(bad, owner, ~np.isfinite(coordinates).all(axis=1))
+    out_of_range = np.zeros(n, dtype=bool)
+    if convention.maximum is not None and not (convention.frame == "map"
+                                               and raw_convention_is_geojson(raws, indices)):
+        np.logical_or.at(out_of_range, owner,
+                         ((coordinates < 0) | (coordinates > convention.maximum)).any(axis=1))
+    types = shapely.get_type_id(geometries)
+    simple = np.isin(types, (0, 3, 4, 6)) & ~shapely.is_empty(geometries) & ~bad
+    if convention.frame == "map" and name == "geojson":
+        built = geometries
+    else:
+        built = geometries.copy()
+        built[simple] = shapely.transform(geometries[simple],
+                                          lambda xy: to_xy(xy, convention, size))
+    polygonal = np.isin(types, (3, 6))
+    simple &= ~polygonal | (shapely.is_valid(built) & (shapely.area(built) > 0))
+    frame = "pixel" if convention.frame == "fraction" and size is not None else convention.frame
+    bounds = shapely.bounds(built)
+    chosen = np.flatnonzero(simple)
+    outside = [""] * n
+    if len(chosen):
+        found = _batch_outside(bounds[chosen, :2], bounds[chosen, 2:], frame, size,
+                               ~out_of_range[chosen], convention)
+        for k, message in zip(chosen.tolist(), found):
+            outside[k] = message
+    if options.geotransform is not None and frame == "pixel" and len(chosen):
+        built[chosen] = _georeference(built[chosen], options.geotransform)
+        frame_out = "map"
+    else:
+        frame_out = frame
+    for k, i in enumerate(indices):
+        raw = raws[i]
+        if not simple[k]:
+            records[i] = build_record(i, raw, text, options, (name, warning, why))
+            continue
+        repairs = list(raw.repaired)
+        reason = "; ".join(filter(None, [why] + repairs + [outside[k]]))
+        status = OUT_OF_BOUNDS if outside[k] else (REPAIRED if repairs else PARSED)
+        records[i] = GeometryRecord(i, raw.kind, built[k], frame_out,
+                                    _excerpt(text, raw.start, raw.end), raw.start, raw.end,
+                                    name, source, status, reason, warning, raw.label)
+
+
+def raw_convention_is_geojson(raws, indices) -> bool:
+    return all(raws[i].convention == "geojson" for i in indices)
+
+
+_BATCH_SIZES = {"box": 4, "point": 2, "oriented_box": 4}
+
+
+def _batchable(raw, options, name) -> bool:
+    return (raw.failure is None and raw.geometry is None and raw.mask is None
+            and raw.kind in _BATCH_SIZES and not raw.padded_square
+            and not options.padded_square
+            and (raw.kind != "oriented_box" or raw.angle_deg is not None)
+            and len(raw.numbers) == _BATCH_SIZES[raw.kind]
+            and not (name == "map" and options.geotransform is not None))
+
+
+def _batch_records(kind, form, convention_of, indices, raws, text, options, records):
+    """The records of raw spans of one kind and convention, geometries made in one call each;
+    the same statuses and reasons as ``build_record``."""
+    name, source, warning, why = convention_of
+    convention, size = CONVENTIONS[name], options.size
+    numbers = np.array([raws[i].numbers for i in indices], dtype=float)
+    angles = np.array([raws[i].angle_deg if raws[i].angle_deg is not None else 0.0
+                       for i in indices]) if kind == "oriented_box" else np.zeros(len(indices))
+    finite = np.isfinite(numbers).all(axis=1) & np.isfinite(angles)
+    for k in np.flatnonzero(~finite).tolist():  # non_finite: one by one
+        i = indices[k]
+        records[i] = build_record(i, raws[i], text, options, (name, warning, why))
+    keep = np.flatnonzero(finite)
+    indices = [indices[k] for k in keep.tolist()]
+    numbers, angles = numbers[keep], angles[keep]
+    if not indices:
+        return
+    frame = "pixel" if convention.frame == "fraction" and size is not None else convention.frame
+    checked = numbers[:, :2] if kind == "oriented_box" and form == "centre" else numbers
+    if convention.maximum is not None:
+        raw_ok = ((checked >= 0) & (checked <= convention.maximum)).all(axis=1)
+    else:
+        raw_ok = np.ones(len(indices), dtype=bool)
+    notes = [[] for _ in indices]
+    problems = [""] * len(indices)
+    if kind == "point":
+        xy = to_xy(numbers, convention, size)
+        geometries = shapely.points(xy)
+        low, high = xy, xy
+    elif kind == "box":
+        xy = to_xy(numbers.reshape(-1), convention, size).reshape(-1, 4)
+        reordered = (xy[:, 0] > xy[:, 2]) | (xy[:, 1] > xy[:, 3])
+        low = np.minimum(xy[:, :2], xy[:, 2:])
+        high = np.maximum(xy[:, :2], xy[:, 2:])
+        for k in np.flatnonzero(reordered).tolist():
+            notes[k].append("corners reordered")
+        for k in np.flatnonzero((low == high).any(axis=1)).tolist():
+            problems[k] = f"a box of zero width or height: {ex.short(raws[indices[k]].numbers)}"
+        geometries = shapely.box(low[:, 0], low[:, 1], high[:, 0], high[:, 1])
+    else:
+        geometries, low, problems = _batch_rotated(form, numbers, angles, convention, size,
+                                                   [raws[i].turn for i in indices], notes)
+        high = low  # the centre: only it has to be inside the image
+        if options.obb_to_hbb:
+            bounds = shapely.bounds(geometries)
+            geometries = shapely.box(bounds[:, 0], bounds[:, 1], bounds[:, 2], bounds[:, 3])
+            for k in range(len(indices)):
+                notes[k].append("oriented box replaced by its axis-aligned envelope "
+                                "(OBB → HBB)")
+    outside = _batch_outside(low, high, frame, size, raw_ok, convention)
+    if options.geotransform is not None and frame == "pixel":
+        g0, g1, g2, g3, g4, g5 = options.geotransform
+        geometries = shapely.transform(geometries, lambda c: np.column_stack(
+            [g0 + c[:, 0] * g1 + c[:, 1] * g2, g3 + c[:, 0] * g4 + c[:, 1] * g5]))
+        frame = "map"
+    for k, i in enumerate(indices):
+        raw = raws[i]
+        span = _excerpt(text, raw.start, raw.end)
+        if problems[k]:
+            records[i] = GeometryRecord(i, raw.kind, None, None, span, raw.start, raw.end,
+                                        name, source, UNPARSEABLE, problems[k], warning,
+                                        raw.label)
+            continue
+        repairs = list(raw.repaired) + notes[k]
+        reason = "; ".join(filter(None, [why] + repairs + [outside[k]]))
+        status = OUT_OF_BOUNDS if outside[k] else (REPAIRED if repairs else PARSED)
+        records[i] = GeometryRecord(i, raw.kind, geometries[k], frame, span, raw.start, raw.end,
+                                    name, source, status, reason, warning, raw.label)
+
+
+def _batch_rotated(form, numbers, angles, convention, size, turns, notes):
+    """(polygons, centres (n, 2), problems) of oriented boxes given by corners or by centre
+    and size, as ``_rotated_box`` makes them one at a time."""
+    if form == "corners":
+        xy = to_xy(numbers.reshape(-1), convention, size).reshape(-1, 4)
+        centre = (xy[:, :2] + xy[:, 2:]) / 2
+        extent = np.abs(xy[:, 2:] - xy[:, :2])
+    else:
+        centre = to_xy(numbers[:, :2].reshape(-1), convention, size)
+        sizes = numbers[:, 2:][:, ::-1] if convention.y_first else numbers[:, 2:]
+        sx, sy, _ = scale(convention, size)
+        extent = sizes * np.array([sx, sy])
+        for k in np.flatnonzero((extent < 0).any(axis=1)).tolist():
+            notes[k].append("negative width or height made positive")
+        extent = np.abs(extent)
+    problems = ["" if (w > 0 and h > 0) else "an oriented box of zero width or height"
+                for w, h in extent.tolist()]
+    sign = np.array([1.0 if t == "clockwise" else -1.0 for t in turns])
+    theta = np.radians(angles) * sign
+    c, s = np.cos(theta)[:, None], np.sin(theta)[:, None]
+    half = extent / 2
+    dx = np.array([-1.0, 1.0, 1.0, -1.0])[None, :] * half[:, :1]
+    dy = np.array([-1.0, -1.0, 1.0, 1.0])[None, :] * half[:, 1:]
+    x = centre[:, :1] + dx * c - dy * s
+    y = centre[:, 1:] + dx * s + dy * c
+    rings = np.stack([x, y], axis=-1)  # (n, 4, 2)
+    rings = np.concatenate([rings, rings[:, :1]], axis=1)
+    return shapely.polygons(rings), centre, problems
+
+
+def _batch_outside(low, high, frame, size, raw_ok, convention) -> list:
+    """``_outside`` for n geometries given by their bounds (low (n, 2), high (n, 2))."""
+    out = [""] * len(low)
+    if convention.maximum is not None:
+        message = (f"outside the {convention.name} range [0, {convention.maximum:g}]: a likely "
+                   f"hallucination")
+        for k in np.flatnonzero(~raw_ok).tolist():
+            out[k] = message
+    if frame == "map":
+        return out
+    if frame == "pixel" and size is not None:
+        width, height = size
+        message = f"outside the image [0, {width:g}] × [0, {height:g}]: a likely hallucination"
+    elif frame == "fraction":
+        width, height = 1.0, 1.0
+        message = "outside the image [0, 1] × [0, 1]: a likely hallucination"
+    else:
+        width, height = math.inf, math.inf
+        message = "negative pixel coordinates: a likely hallucination"
+    tolerance = 1e-9 * max(width if math.isfinite(width) else 1.0, 1.0)
+    beyond = ((low < -tolerance).any(axis=1) | (high[:, 0] > width + tolerance)
+              | (high[:, 1] > height + tolerance))
+    for k in np.flatnonzero(beyond & raw_ok).tolist():
+        out[k] = message
+    return out
 
 
 def _raw_values(raw) -> np.ndarray:

@@ -15,6 +15,7 @@ import bisect
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import shapely
@@ -214,6 +215,19 @@ def wkt_spans(text: str):
         position = end
 
 
+def wkt_raws(text: str, spans) -> list:
+    """The Raw of each WKT span, read in one shapely call (a span it cannot read is read
+    alone, for its error message)."""
+    if not spans:
+        return []
+    texts = [text[s:e].upper().replace("NAN", "NaN").replace("INF", "inf") for s, e in spans]
+    with warnings.catch_warnings():  # an overflowing number is the span's own failure
+        warnings.simplefilter("ignore", RuntimeWarning)
+        geometries = shapely.from_wkt(texts, on_invalid="ignore")
+    return [Raw("wkt", s, e, geometry=g, syntax="wkt") if g is not None else wkt_raw(text, s, e)
+            for (s, e), g in zip(spans, geometries.tolist())]
+
+
 def wkt_raw(text: str, start: int, end: int) -> Raw:
     span = text[start:end]
     try:
@@ -232,7 +246,8 @@ _JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\'.'), "{": set('"}\'')}
 #: First window of text decoded at a bracket; doubled while the value runs past it.
 _DECODE_WINDOW = 4096
 #: Repairs tried per answer, and prefixes tried per repair: each costs a pass over the rest
-#: of the text, so text full of unclosed brackets stays linear rather than quadratic.
+#: of the text, so text full of unclosed brackets stays linear rather than quadratic; the
+#: attempts of one answer scan at most twice its length in all.
 _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
@@ -389,7 +404,7 @@ def json_values(text: str):
     """Every top-level JSON value ([...] or {...}) of the text, in order: (value, start, end,
     repair reason or None); a value nested past the stack is skipped (its span yielded with
     value ``RecursionError``)."""
-    k, repair_attempts = 0, _REPAIR_ATTEMPTS
+    k, repair_attempts, budget = 0, _REPAIR_ATTEMPTS, 2 * len(text)
     brackets = _Brackets(text)
     while True:
         k = brackets.next(k)
@@ -408,8 +423,9 @@ def json_values(text: str):
             continue
         except ValueError:
             value, end, repaired = None, k, None
-            if repair_attempts > 0:
+            if repair_attempts > 0 and budget > 0:
                 repair_attempts -= 1
+                budget -= len(text) - k  # an attempt may scan the rest of the text
                 value, end, repaired = repair_truncated(text, k)
             if value is None:
                 k += 1
