@@ -62,7 +62,9 @@ def test_parsemodeloutput_sorts_geometries_points_and_failures(ioueval_provider)
     assert {f["convention"] for f in polygons} == {"pixel_xyxy"}
     assert {f["convention_source"] for f in polygons} == {"given"}
     points = list(result["POINTS"].getFeatures())
-    assert [(f["row_id"], f.geometry().asWkt()) for f in points] == [(4, "MultiPoint ((100 25))")]
+    # COORDINATE_FORMAT pixel_xyxy was chosen: it wins over Molmo's percent (issue 25), so
+    # x="50" y="25" are pixels
+    assert [(f["row_id"], f.geometry().asWkt()) for f in points] == [(4, "MultiPoint ((50 25))")]
     failures = {(f["row_id"], f["status"]) for f in result["FAILURES"].getFeatures()}
     assert failures == {(2, "empty"), (3, "non_finite"), (5, "unparseable")}
     assert sum(1 for f in result["FAILURES"].getFeatures() if f["row_id"] == 3) == 2
