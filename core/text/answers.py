@@ -67,7 +67,9 @@ class GeometryRecord:
         geometry: shapely geometry in ``frame`` (None for non_finite / unparseable records).
         frame: "pixel", "fraction" or "map"; None without geometry.
         span: the text the record came from, at most ``SPAN_EXCERPT`` characters (longer
-            spans end with "…"); ``start``, ``end``: the whole span's offsets in the answer.
+            spans end with "…"), or "(the span of record k)" when an earlier record of the
+            answer came from the same span; ``start``, ``end``: the span's offsets in the
+            answer.
         convention: the convention's name; ``convention_source``: given, syntax or auto.
         status: parsed, repaired, out_of_bounds, non_finite or unparseable.
         reason: why the status (repairs done, bounds exceeded, what could not be read).
@@ -312,6 +314,19 @@ def convert(raws, text, options: _Options) -> list:
             _batch_geometries(convention, indices, raws, text, options, auto, records)
         else:
             _batch_records(kind, form, convention, indices, raws, text, options, records)
+    return _span_once(records)
+
+
+def _span_once(records) -> list:
+    """Records sharing one span (the boxes of one JSON list) keep its excerpt on the first
+    only; the others name that record, so the output stays a small multiple of the text."""
+    first = {}
+    for record in records:
+        key = (record.start, record.end)
+        if key in first:
+            record.span = f"(the span of record {first[key]})"
+        else:
+            first[key] = record.index
     return records
 
 
