@@ -16,11 +16,10 @@ from qgis.core import (
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.reports.thresholds import check_conditions, failure_message, parse_conditions
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY
+from .compat import FAST_INSERT, FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING, NO_GEOMETRY
 from .parameters import advanced, requested, table_sink, with_help
 
 HELP = """
@@ -146,12 +145,12 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
             return {}
         fields = QgsFields()
         for name, kind in (
-            ("condition", QVariant.String),
-            ("key", QVariant.String),
-            ("operator", QVariant.String),
-            ("threshold", QVariant.Double),
-            ("value", QVariant.Double),
-            ("passed", QVariant.Bool),
+            ("condition", FIELD_STRING),
+            ("key", FIELD_STRING),
+            ("operator", FIELD_STRING),
+            ("threshold", FIELD_DOUBLE),
+            ("value", FIELD_DOUBLE),
+            ("passed", FIELD_BOOL),
         ):
             fields.append(QgsField(name, kind))
         sink, dest_id = self.parameterAsSink(

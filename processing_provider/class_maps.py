@@ -11,12 +11,11 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFileDestination,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.reports.class_map_html import render_class_map_html
 from ..core.reports.data import to_json_text
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
+from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, TABLE
 from .parameters import requested
 from .progress import fraction_progress
 from .reporting import plain_parameters, provenance, write_reports
@@ -101,15 +100,15 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
         return results
 
     def _write_table(self, parameters, context, report) -> str:
-        count_type = QVariant.LongLong if report["unit"] == "pixels" else QVariant.Double
+        count_type = FIELD_LONG if report["unit"] == "pixels" else FIELD_DOUBLE
         suffix = "" if report["unit"] == "pixels" else "_m2"
         fields = QgsFields()
         for name, variant in (
-            [("class_value", QVariant.String), ("class_name", QVariant.String),
-             ("status", QVariant.String)]
-            + [(key, QVariant.Double) for key in _METRIC_COLUMNS]
+            [("class_value", FIELD_STRING), ("class_name", FIELD_STRING),
+             ("status", FIELD_STRING)]
+            + [(key, FIELD_DOUBLE) for key in _METRIC_COLUMNS]
             + [(f"{key}{suffix}" if suffix else key, count_type) for key in ("tp", "fp", "fn")]
-            + ([(key, QVariant.Double) for key in _AREA_COLUMNS] if not suffix else [])
+            + ([(key, FIELD_DOUBLE) for key in _AREA_COLUMNS] if not suffix else [])
         ):
             fields.append(QgsField(name, variant))
         sink, dest_id = self.parameterAsSink(

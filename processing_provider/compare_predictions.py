@@ -17,7 +17,6 @@ from qgis.core import (
     QgsProviderRegistry,
     QgsVectorLayer,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
 from ..core.util.checks import check_threshold
@@ -27,7 +26,15 @@ from ..core.matching.rules import MATCHING_METHODS
 from ..core.reports.data import to_json_text
 from ..core.reports.compare import render_comparison_html
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY, VECTOR_POLYGON
+from .compat import (
+    FAST_INSERT,
+    FIELD_BOOL,
+    FIELD_DOUBLE,
+    FIELD_LONG,
+    FIELD_STRING,
+    NO_GEOMETRY,
+    VECTOR_POLYGON,
+)
 from .layers import forward_core_log, qgis_values, read_source
 from .parameters import (
     advanced,
@@ -297,16 +304,16 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         if not requested(parameters, self.OUTPUT_TABLE):
             return {}
         fields = QgsFields()
-        fields.append(QgsField("layer", QVariant.String))
-        fields.append(QgsField("source", QVariant.String))
+        fields.append(QgsField("layer", FIELD_STRING))
+        fields.append(QgsField("source", FIELD_STRING))
         keys = [k for k in COMPARED_KEYS if k in comparison.evaluations[0].metrics]
         for key in keys:
-            kind = QVariant.LongLong if key.startswith("count_") else QVariant.Double
+            kind = FIELD_LONG if key.startswith("count_") else FIELD_DOUBLE
             fields.append(QgsField(key, kind))
         for key in DIFFERENCE_COLUMNS:
             for suffix in ("_diff", "_diff_low", "_diff_high"):
-                fields.append(QgsField(key + suffix, QVariant.Double))
-            fields.append(QgsField(key + "_significant", QVariant.Bool))
+                fields.append(QgsField(key + suffix, FIELD_DOUBLE))
+            fields.append(QgsField(key + "_significant", FIELD_BOOL))
         sink, dest_id = self.parameterAsSink(
             parameters, self.OUTPUT_TABLE, context, fields, NO_GEOMETRY
         )

@@ -17,7 +17,6 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled, evaluate
 from ..core.matching.grouping import parse_size_bins
@@ -28,7 +27,7 @@ from ..core.util.memory import InsufficientMemoryError
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
-from .compat import ADVANCED, FAST_INSERT, TABLE, VECTOR_POLYGON
+from .compat import ADVANCED, FAST_INSERT, FIELD_LONG, TABLE, VECTOR_POLYGON
 from .file_sync import sync_files, unsynced_sqlite
 from .geopackage import direct_location
 from .layers import (
@@ -572,7 +571,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         id_qfield = (
             QgsField(reference_source.fields().at(id_index))
             if id_index >= 0
-            else QgsField("ref_fid", QVariant.LongLong)
+            else QgsField("ref_fid", FIELD_LONG)
         )
         outputs = EvaluationOutputs(
             evaluation, predicted, reference, predicted_source.fields(),

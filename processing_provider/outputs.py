@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from qgis.core import QgsCoordinateTransform, QgsField, QgsFields, QgsProcessingUtils
-from qgis.PyQt.QtCore import QVariant
 
-from .compat import MULTI_POLYGON, NO_GEOMETRY
+from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, MULTI_POLYGON, NO_GEOMETRY
 from .layers import qgis_values
 
 TRUE_POSITIVES = "TRUE_POSITIVES"
@@ -90,18 +89,18 @@ class EvaluationOutputs:
             ref_id = QgsField(self.id_field)
             ref_id.setName("ref_id")
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
-                ref_id, ("iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-                ("ref_area_m2", QVariant.Double),
+                ref_id, ("iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
+                ("ref_area_m2", FIELD_DOUBLE),
             ))
         if name == FALSE_POSITIVES:
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
-                ("best_iou", QVariant.Double), ("pred_area_m2", QVariant.Double),
-                ("overlaps_reference", QVariant.Bool),
+                ("best_iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
+                ("overlaps_reference", FIELD_BOOL),
             ))
         if name == FALSE_NEGATIVES:
             return QgsProcessingUtils.combineFields(self.reference_fields, _fields(
-                ("best_iou", QVariant.Double), ("ref_area_m2", QVariant.Double),
-                ("max_overlap_pred_fid", QVariant.LongLong),
+                ("best_iou", FIELD_DOUBLE), ("ref_area_m2", FIELD_DOUBLE),
+                ("max_overlap_pred_fid", FIELD_LONG),
             ))
         return _fields(self.id_field, *(
             QgsField(key, variant_type) for key, variant_type, _ in self._per_field_columns
@@ -143,7 +142,7 @@ class EvaluationOutputs:
 
     @functools.cached_property
     def _per_field_columns(self) -> list:
-        """(name, QVariant type, plain values) of every per-reference column; columns of
+        """(name, compat.FIELD_* type, plain values) of every per-reference column; columns of
         predicted input positions (``*_index``) become predicted feature ids (``*_fid``)."""
         columns = []
         for key, values in self.evaluation.per_reference.items():
@@ -178,14 +177,14 @@ def _fields(*specs) -> QgsFields:
 
 
 def _variant_type(values):
-    """QVariant type of a per-reference column (numpy dtype or object of str)."""
+    """Field type (compat.FIELD_*) of a per-reference column (numpy dtype or object of str)."""
     dtype = np.asarray(values).dtype
     if dtype == bool:
-        return QVariant.Bool
+        return FIELD_BOOL
     if np.issubdtype(dtype, np.integer):
-        return QVariant.LongLong
+        return FIELD_LONG
     if np.issubdtype(dtype, np.floating):
-        return QVariant.Double
+        return FIELD_DOUBLE
     if all(v is None or isinstance(v, (int, np.integer)) for v in values):
-        return QVariant.LongLong
-    return QVariant.String
+        return FIELD_LONG
+    return FIELD_STRING

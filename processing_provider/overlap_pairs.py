@@ -12,13 +12,19 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterField,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pairs.pair_table import overlap_pair_table
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, MULTI_POLYGON, NO_GEOMETRY, VECTOR_POLYGON
+from .compat import (
+    FAST_INSERT,
+    FIELD_DOUBLE,
+    FIELD_LONG,
+    MULTI_POLYGON,
+    NO_GEOMETRY,
+    VECTOR_POLYGON,
+)
 from .layers import feature_batches, forward_core_log, qgis_values, read_source
 from .parameters import (
     equal_area_crs_parameter,
@@ -168,7 +174,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
         columns = []
         for name, prefix in ((self.PREDICTED, "pred"), (self.REFERENCE, "ref")):
             rows = table.predicted_index if name == self.PREDICTED else table.reference_index
-            fields.append(QgsField(f"{prefix}_fid", QVariant.LongLong))
+            fields.append(QgsField(f"{prefix}_fid", FIELD_LONG))
             columns.append(qgis_values(features[name].feature_ids[rows]))
             if id_index[name] >= 0:
                 id_field = QgsField(sources[name].fields().at(id_index[name]))
@@ -177,7 +183,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
                 attributes = features[name].attributes
                 columns.append([attributes[k][id_index[name]] for k in rows.tolist()])
         for name, attribute in METRIC_COLUMNS.items():
-            fields.append(QgsField(name, QVariant.Double))
+            fields.append(QgsField(name, FIELD_DOUBLE))
             columns.append(qgis_values(getattr(table.metrics, attribute)))
 
         results = {"COUNT_PAIRS": table.n}

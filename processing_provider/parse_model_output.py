@@ -16,7 +16,6 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterRasterLayer,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
 from ..core.util.wording import count_of
@@ -26,6 +25,9 @@ from .base import IoUEvaluationAlgorithm
 from .compat import (
     ADVANCED,
     FAST_INSERT,
+    FIELD_INT,
+    FIELD_LONG,
+    FIELD_STRING,
     MULTI_POINT,
     MULTI_POLYGON,
     NO_GEOMETRY,
@@ -183,7 +185,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         crs = raster.crs() if raster is not None else self.parameterAsCrs(
             parameters, self.CRS, context)
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
-                    else QgsField("row_id", QVariant.LongLong))
+                    else QgsField("row_id", FIELD_LONG))
         id_field.setName("row_id")
         results = {}
         for name, table, kind, keys in (
@@ -218,7 +220,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         fields = QgsFields()
         fields.append(id_field)
         for key in keys:
-            fields.append(QgsField(key, QVariant.Int if key == "index" else QVariant.String))
+            fields.append(QgsField(key, FIELD_INT if key == "index" else FIELD_STRING))
         sink, dest_id = self.parameterAsSink(parameters, name, context, fields, kind, crs)
         if sink is None:
             raise QgsProcessingException(self.invalidSinkError(parameters, name))

@@ -15,14 +15,13 @@ from qgis.core import (
     QgsProcessingParameterString,
     QgsProcessingUtils,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.geometry.pixels import pixels_per_field
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .parameters import add_missing_help
-from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
+from .compat import FAST_INSERT, FIELD_DOUBLE, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .validation import polygon_source_error
 from .layers import (
     WRITE_BATCH_ROWS,
@@ -121,7 +120,7 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
             raise QgsProcessingException(str(exc)) from exc
         name = self.parameterAsString(parameters, self.FIELD_NAME, context).strip()
         new_field = QgsFields()
-        new_field.append(QgsField(name, QVariant.Double))
+        new_field.append(QgsField(name, FIELD_DOUBLE))
         fields = QgsProcessingUtils.combineFields(source.fields(), new_field)
         sink, dest_id = self.parameterAsSink(
             parameters, self.OUTPUT, context, fields, source.wkbType(), source.sourceCrs()

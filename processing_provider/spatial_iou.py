@@ -10,12 +10,11 @@ from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterField,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core import EvaluationCanceled
 from ..core.pairs.footprint import footprint_iou
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY
+from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, field_type_id
 from .layers import forward_core_log, qgis_values, read_source
 from .parameters import (
     equal_area_crs_parameter,
@@ -210,11 +209,11 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         """Write OUTPUT: the whole-layer row, then one row per id. None when canceled."""
         fields = QgsFields()
         fields.append(self._id_qfield(sources, id_field))
-        fields.append(QgsField("status", QVariant.String))
+        fields.append(QgsField("status", FIELD_STRING))
         for name in METRIC_COLUMNS:
-            fields.append(QgsField(name, QVariant.Double))
-        fields.append(QgsField("n_predicted", QVariant.LongLong))
-        fields.append(QgsField("n_reference", QVariant.LongLong))
+            fields.append(QgsField(name, FIELD_DOUBLE))
+        fields.append(QgsField("n_predicted", FIELD_LONG))
+        fields.append(QgsField("n_reference", FIELD_LONG))
         sink, dest_id = self.parameterAsSink(
             parameters, self.OUTPUT, context, fields, NO_GEOMETRY,
             sources[self.REFERENCE].sourceCrs(),
@@ -226,7 +225,7 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
                 + [result.predicted.n_input, result.reference.n_input]]
         if result.ids is not None:
             columns = [qgis_values(getattr(result.by_id, a)) for a in METRIC_COLUMNS.values()]
-            id_is_text = fields.at(0).type() == QVariant.String
+            id_is_text = field_type_id(fields.at(0).type()) == field_type_id(FIELD_STRING)
             for k, value in enumerate(result.ids):
                 rows.append(
                     [str(value) if id_is_text else value, result.status[k]]
@@ -248,11 +247,11 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         """The id column: the reference field's definition when both layers' fields have
         the same type, else text (ids then match by value, see core.pairs.footprint.id_key)."""
         if not id_field:
-            return QgsField("id", QVariant.String)
+            return QgsField("id", FIELD_STRING)
         reference = sources[self.REFERENCE].fields()
         predicted = sources[self.PREDICTED].fields()
         ref_field = reference.at(reference.lookupField(id_field))
         pred_field = predicted.at(predicted.lookupField(id_field))
         if ref_field.type() == pred_field.type():
             return QgsField(ref_field)
-        return QgsField(id_field, QVariant.String)
+        return QgsField(id_field, FIELD_STRING)

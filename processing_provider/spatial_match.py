@@ -13,7 +13,6 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterNumber,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
@@ -21,7 +20,16 @@ from ..core.reports.spatial_match import build_report, render_html
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
+from .compat import (
+    FAST_INSERT,
+    FIELD_BOOL,
+    FIELD_DOUBLE,
+    FIELD_INT,
+    FIELD_LONG,
+    FIELD_STRING,
+    NO_GEOMETRY,
+    TABLE,
+)
 from .layers import feature_batches, qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
@@ -206,11 +214,11 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         return results
 
     def _write_rows(self, parameters, context, source, indices, row_ids, rows):
-        types = {"str": QVariant.String, "int": QVariant.Int, "float": QVariant.Double,
-                 "bool": QVariant.Bool}
+        types = {"str": FIELD_STRING, "int": FIELD_INT, "float": FIELD_DOUBLE,
+                 "bool": FIELD_BOOL}
         fields = QgsFields()
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
-                    else QgsField("row_id", QVariant.LongLong))
+                    else QgsField("row_id", FIELD_LONG))
         id_field.setName("row_id")
         fields.append(id_field)
         for name, kind in ROW_COLUMNS:

@@ -12,13 +12,13 @@ from qgis.core import (
     QgsProject,
     QgsVectorLayer,
 )
-from qgis.PyQt.QtCore import QVariant
+from iou_evaluation.processing_provider.compat import FIELD_DOUBLE, FIELD_INT, FIELD_STRING
 
 
 def table(rows, fields=("id", "answer", "expected", "width", "height", "model")):
     layer = QgsVectorLayer("None", "answers", "memory")
-    types = {"id": QVariant.Int, "width": QVariant.Double, "height": QVariant.Double}
-    layer.dataProvider().addAttributes([QgsField(f, types.get(f, QVariant.String))
+    types = {"id": FIELD_INT, "width": FIELD_DOUBLE, "height": FIELD_DOUBLE}
+    layer.dataProvider().addAttributes([QgsField(f, types.get(f, FIELD_STRING))
                                         for f in fields])
     layer.updateFields()
     features = []
@@ -105,7 +105,7 @@ def test_raster_size_fills_blank_size_cells_and_scales_resampled_images(ioueval_
     dataset = None
     fields = ("id", "answer", "width", "height")
     layer = QgsVectorLayer("None", "answers", "memory")
-    layer.dataProvider().addAttributes([QgsField(f, QVariant.String) for f in fields])
+    layer.dataProvider().addAttributes([QgsField(f, FIELD_STRING) for f in fields])
     layer.updateFields()
     features = []
     for row in [("1", "[0.5, 0.5, 1, 1]", "", ""),  # blank text cells: the raster's size
