@@ -8,8 +8,8 @@ import time
 
 from qgis.core import (
     QgsFeatureRequest,
-    QgsProcessingParameterBoolean,
     QgsProcessingException,
+    QgsProcessingParameterBoolean,
     QgsProcessingParameterEnum,
     QgsProcessingParameterField,
 )
@@ -45,9 +45,10 @@ Qwen2-VL &lt;|box_start|&gt;, Qwen-VL / InternVL / MiniCPM-V &lt;box&gt;, &lt;qu
 &lt;points coords="…"&gt;: 0–1000; Gemini box_2d / point: 0–1000, y first; DeepSeek-VL2
 &lt;|det|&gt;: v / 999; Florence-2 &lt;loc_N&gt; and bare &lt;N&gt; bins: (b + 0.5) / 1000, the
 bin centre (pairs of more than four tokens: a polygon); PaliGemma &lt;locNNNN&gt;: b / 1024, y
-first; GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and EarthDial [[x1, y1, x2, y2,
-θ]]: percent, θ counter-clockwise on screen; SkySenseGPT &lt;rbox&gt;({&lt;cx&gt;&lt;cy&gt;&lt;w&gt;
-&lt;h&gt;|&lt;θ&gt;}): centre and size in percent, θ clockwise on screen; Molmo &lt;point x y&gt;:
+first; GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and EarthDial
+[[x1, y1, x2, y2, θ]]: percent, θ counter-clockwise on screen; SkySenseGPT
+&lt;rbox&gt;({&lt;cx&gt;&lt;cy&gt;&lt;w&gt;&lt;h&gt;|&lt;θ&gt;}): centre and size in percent, θ
+clockwise on screen; Molmo &lt;point x y&gt;:
 percent (values above 100: Qwen3-VL's 0–1000); Shikra [x1,y1,x2,y2;…]: fractions of the image
 padded to a square.</p>
 <p><b>COORDINATE_FORMAT auto</b> reads each syntax with its convention, and plain numbers

@@ -38,9 +38,9 @@ from .compat import (
 from .layers import feature_batches, qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
-    PADDED_SQUARE,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,

@@ -8,11 +8,9 @@ import sys
 
 import numpy as np
 import pytest
-import shapely
 from conftest import plugin_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from iou_evaluation.core.text.model_text import REGISTRY, parse_answer
 from iou_evaluation.core.text.spatial_match import spatial_match
 

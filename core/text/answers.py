@@ -594,8 +594,8 @@ def _convention_of(raw, options: _Options, auto):
             return raw.convention, SYNTAX, "; ".join(filter(None, [raw.note, (
                 f"the {raw.syntax} tokens fix {raw.convention}; COORDINATE_FORMAT {given} "
                 f"not applied")])), ""
-        return given, GIVEN, "", f"COORDINATE_FORMAT {given} replaces the {raw.convention} " \
-                                 f"of the {raw.syntax} syntax"
+        return given, GIVEN, "", (f"COORDINATE_FORMAT {given} replaces the {raw.convention} "
+                                  f"of the {raw.syntax} syntax")
     if given == "auto":
         name, warning, why = auto
         return name, AUTO, "; ".join(filter(None, [raw.note, warning])), why

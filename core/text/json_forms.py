@@ -48,7 +48,7 @@ class Walk:
         if isinstance(value, str) and self.string_depth < 2:
             inner = value.strip()
             if inner[:1] in "[{" and inner[-1:] in "]}":  # JSON stored in a JSON string
-                decoded, repaired = load_json(inner)
+                decoded, _ = load_json(inner)
                 if decoded is not None:
                     self.string_depth += 1
                     try:

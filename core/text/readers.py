@@ -18,9 +18,8 @@ from typing import Callable
 
 import shapely
 
-from .extraction import Raw, number_groups, numbers_in, short
+from .extraction import Raw, load_json, number_groups, numbers_in, short
 from .json_forms import value_raws
-from .extraction import load_json
 
 
 @dataclass(frozen=True)

@@ -338,11 +338,12 @@ def summarise(rows: dict, intersections, unions, iou_threshold: float) -> dict:
     Keys: count_rows, count_scored, count_expected_unreadable, count_pass, pass_rate,
     iou_mean, iou_median, iou_p10 (over scored rows; a row without an answer geometry counts
     0), acc_at_0.1 … acc_at_0.9 (share of scored rows with best IoU >= τ), cumulative_iou
-    (Σ intersection / Σ union over scored rows, the field's cumulative IoU as gRefCOCO's
-    cIoU defines it: each row adds its best pair's intersection and union; a row without an
-    answer polygon adds its expected area to the union; a row that expects nothing adds the
-    area of what was answered to the union), dice_mean, giou_mean (a row without an answer polygon counts Dice 0 and
-    GIoU -1, as ``pair_metrics`` scores area on one side only), centre_hit_rate (over scored
+    (Σ intersection / Σ union over scored rows, the cumulative IoU as "GRES: Generalized
+    Referring Expression Segmentation" defines gRefCOCO's cIoU: each row adds its best pair's
+    intersection and union; a row without an answer polygon adds its expected area to the
+    union; a row that expects nothing adds the area answered there), dice_mean, giou_mean (a
+    row without an answer polygon counts Dice 0 and GIoU -1, as ``pair_metrics`` scores area
+    on one side only), centre_hit_rate (over scored
     rows), parse_failure_rate (answers that could not be read: unparseable or non-finite),
     empty_answer_rate, hallucination_rate (answers with a geometry out of bounds),
     count_true_negative, count_point_answers, point_hit_rate, point_distance_median.
