@@ -451,3 +451,11 @@ def test_time_and_memory_stay_linear_from_100_kb_to_1_mb_for_each_syntax():
         assert large / small < 30, (name, row)
         assert row["peak"] < 200e6, (name, row)
         assert row["span_chars"] <= 2 * 1_000_000, (name, row)
+
+
+def test_an_unclosed_tag_does_not_swallow_the_syntaxes_after_it():
+    # its body is the numbers that follow it; the DeepSeek-VL2 box after the prose is read
+    answer = parse_answer("<box>oops <|ref|>car<|/ref|><|det|>[[1, 2, 3, 4]]<|/det|>", "auto",
+                          999, 999)
+    assert boxes(answer) == [(1, 2, 3, 4)] and answer.usable[0].label == "car"
+    assert "unclosed <box>" in answer.failures[0].reason

@@ -49,8 +49,8 @@ class Reader:
 def tag_spans(text: str, open_tag: str, close_tag: str):
     """(start, body_start, body_end, end, closed) of every ``open_tag … close_tag`` span, in
     order; an opening tag without its closing tag before the next opening tag is unclosed:
-    its body runs to that next opening tag (or the end of the text). One pass over each
-    tag's positions."""
+    its body is the numbers that follow it, up to that next opening tag at most (prose after
+    them is left to other readers). One pass over each tag's positions."""
     opens = [m.start() for m in re.finditer(re.escape(open_tag), text)]
     if not opens:
         return []
@@ -64,9 +64,14 @@ def tag_spans(text: str, open_tag: str, close_tag: str):
         if j < len(closes) and closes[j] < limit:
             out.append((start, body_start, closes[j], closes[j] + len(close_tag), True))
             j += 1
-        else:
-            out.append((start, body_start, limit, limit, False))
+        else:  # the numbers that follow (an answer cut off), not the prose after them
+            body_end = _NUMERIC_BODY.match(text, body_start, limit).end()
+            out.append((start, body_start, body_end, body_end, False))
     return out
+
+
+#: The body of an unclosed tag: numbers, separators and brackets only.
+_NUMERIC_BODY = re.compile(r"[\s\d.,;:+\-eE\[\]()]*")
 
 
 _CHAIN_GAP = re.compile(r"[\s,;:.]*")
