@@ -31,8 +31,10 @@ HELP = """
 <p>Scores a categorised polygon layer (a land-cover or crop map) against a reference one,
 class by class, from exact overlay areas in m² in the equal-area CRS (default EPSG:6933):
 no rasterisation, no resampling error. Geometries are repaired and reprojected as in
-<i>Evaluate polygons</i>; rows without a class value are dropped and counted.</p>
-<p>Area compared: the overlap of the two layers' extents, or the STUDY_AREA polygons. Cell
+<i>Evaluate polygons</i>; rows without a class value are dropped and counted, and move
+nothing (not even the extent of the area compared).</p>
+<p>Area compared: the overlap of the two layers' extents (of their rows with a class), or the
+STUDY_AREA polygons. Cell
 M[p, r] of the confusion matrix (<b>rows = prediction, columns = reference</b>) is the area
 where the prediction says p and the reference says r; the <i>no prediction</i> row holds the
 reference area no predicted polygon covers. Predicted ground without a reference polygon is
@@ -45,8 +47,9 @@ precision (user's accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP 
 frequency-weighted IoU; overall accuracy by area = Σ TP area / Σ area compared (the
 area-weighted overall accuracy, reported as <code>pixel_accuracy</code> and as the numeric
 output <code>PIXEL_ACCURACY</code>, named as in <i>Label raster IoU</i>).
-Class values are compared as text, trimmed and case-insensitive (as everywhere in the
-plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest". A class is keyed
+Class values are compared as text, in Unicode NFC, trimmed and case-insensitive (as
+everywhere in the plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest",
+and "Forêt" typed with a combined or a separate accent. A class is keyed
 (<code>per_class</code>, <code>class_value</code>) as the data spells it: its first spelling
 in the reference layer, else in the predicted layer.</p>
 """

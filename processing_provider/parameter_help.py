@@ -110,8 +110,9 @@ RASTER_IOU = {
     "REFERENCE_BAND": "The band of the reference raster holding the classes. Default: 1.",
     "IGNORE_VALUES": "Class values that are void (not scored), besides each raster's own "
     "nodata, e.g. 0,255. Default: none (class 0 is a class).",
-    "CLASS_NAMES": "A file of value,name lines (or a QGIS colour map export) that fixes the "
-    "classes and their names. Default: every value met, named from the reference's palette.",
+    "CLASS_NAMES": "A file of value,name lines, a QGIS colour map file or a QGIS palette "
+    "export that fixes the classes and their names. Default: every value met, named from the "
+    "reference's palette or the rasters' attribute tables.",
     "AGREEMENT_RASTER": "On the reference grid: 1 correct, 2 wrong class, 3 other, 4 no "
     "prediction, 5 outside the prediction, 0 not evaluated.",
 }
