@@ -43,7 +43,7 @@ width or height. Each model syntax is read with the convention of the model's ow
 Qwen2-VL &lt;|box_start|&gt;, Qwen-VL / InternVL / MiniCPM-V &lt;box&gt;, &lt;quad&gt;,
 &lt;point&gt;, CogVLM [[x1,y1,x2,y2]] (three digits), GLM &lt;|begin_of_box|&gt;, Molmo2
 &lt;points coords="…"&gt;: 0–1000; Gemini box_2d / point: 0–1000, y first; DeepSeek-VL2
-&lt;|det|&gt;: v / 999; Florence-2 &lt;loc_N&gt; and bare &lt;N&gt; bins: (b + 0.5) / 1000, the
+&lt;|det|&gt;: v / 999; Florence-2 &lt;loc_N&gt; and Falcon &lt;N&gt; bins: (b + 0.5) / 1000, the
 bin centre (pairs of more than four tokens: a polygon); PaliGemma &lt;locNNNN&gt;: b / 1024, y
 first; GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and EarthDial
 [[x1, y1, x2, y2, θ]]: percent, θ counter-clockwise on screen; SkySenseGPT

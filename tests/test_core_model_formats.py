@@ -170,10 +170,23 @@ def test_moondream_objects():
     assert boxes(answer) == [(100, 20, 300, 120)]
 
 
-def test_bare_bin_tokens():
-    # four bare <N> tokens a box, N of 1000 bins read at the bin's centre (N + 0.5) / 1000
-    answer = parse_answer("car <99><199><299><399>", "auto", 1000, 500)
-    assert boxes(answer) == [(99.5, 99.75, 299.5, 199.75)]
+def test_falcon_bin_tokens():
+    # lzd19981105/Falcon (remote sensing): regions as <box><855><297><891><355></box> and
+    # <quad><703><420><703><292><571><292><571><420></quad> (README; eval/src/detection_obb.py
+    # reads answers the same way), 1000 bins read at the bin's centre (inference.py,
+    # CoordinatesQuantizer "floor": (N + 0.5) · size / 1000)
+    answer = parse_answer("<box><855><297><891><355></box>", "auto", 1000, 500)
+    assert boxes(answer) == [(855.5, 148.75, 891.5, 177.75)]
+    answer = parse_answer("<quad><703><420><703><292><571><292><571><420></quad>", "auto",
+                          1000, 1000)
+    assert answer.usable[0].geometry.area == pytest.approx((703.5 - 571.5) * (420.5 - 292.5))
+    # bare tokens, and polygons in <poly>…</poly> split by <sep> (extract_polygons)
+    assert boxes(parse_answer("harbor <99><199><299><399>", "auto", 1000, 500)) == [
+        (99.5, 99.75, 299.5, 199.75)]
+    answer = parse_answer("<poly><100><100><300><100><300><300><sep><10><10><20><10><20><20>"
+                          "</poly>", "auto", 1000, 1000)
+    assert [r.geometry.area for r in answer.usable] == [pytest.approx(200 * 200 / 2),
+                                                        pytest.approx(10 * 10 / 2)]
 
 
 # --- A geometry present, the answer marked failed ---------------------------------------------
@@ -399,6 +412,7 @@ UNITS = {
     "skysense": "<rbox>({<10.00><20.00><5.00><3.00>|<30>})</rbox> ",
     "glm": "<|begin_of_box|>[100,200,300,400]<|end_of_box|> ",
     "shikra": "car[0.100,0.200,0.300,0.400] ",
+    "falcon": "harbor <box><855><297><891><355></box> <99><199><299><399> ",
     "wkt": "POINT (1 2) ",
     "prose": "the image is [1920, 1080] and values in [0, 1] ",
     "unclosed_box_start": "<|box_start|>x 12 ",
@@ -409,6 +423,7 @@ UNITS = {
     "unclosed_points": '<points coords="x 12 ',
     "unclosed_begin_of_box": "<|begin_of_box|>x 12 ",
     "unclosed_json": "[[1, 2 x ",
+    "unclosed_bins": "<12><34>x ",
 }
 
 _COST_SCRIPT = """

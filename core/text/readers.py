@@ -119,7 +119,10 @@ def _tag_reader(open_tag, close_tag, ref=None, *, size=4, kind="box",
         for item, label in labelled(text, spans, refs):
             start, body_start, body_end, end, closed = item
             body = text[body_start:body_end]
-            raws = _per(numbers_in(body), size, kind, start, end, convention, label, what)
+            grid = convention
+            if "<" in body and _BIN_TOKENS.fullmatch(body):
+                grid = "falcon_bins_1000"  # Falcon: <box><855><297><891><355></box>
+            raws = _per(numbers_in(body), size, kind, start, end, grid, label, what)
             if not closed:
                 if raws[0].failure is not None:
                     raws = [Raw(kind, start, end, failure=f"unclosed {open_tag}: {body[:40]!r}")]
@@ -289,8 +292,8 @@ def _florence(text):
         yield label_start, end, raws
 
 
-def _florence_part(numbers, marked, start, end, label):
-    convention, n = "florence2_loc_1000", len(numbers)
+def _florence_part(numbers, marked, start, end, label, convention="florence2_loc_1000"):
+    n = len(numbers)
     if n == 4 and not marked:
         return [Raw("box", start, end, numbers, convention, label)]
     if n == 2 and not marked:
@@ -309,8 +312,7 @@ def _florence_part(numbers, marked, start, end, label):
             return [raw]
         return [Raw("polygon", start, end, numbers, convention, label)]
     return [Raw("polygon", start, end, failure=(
-        f"{n} Florence-2 loc tokens: neither a box (4), a point (2) nor a polygon (pairs, "
-        f"at least 3)"))]
+        f"{n} bin tokens: neither a box (4), a point (2) nor a polygon (pairs, at least 3)"))]
 
 
 def _all_ordered_boxes(numbers):
@@ -431,16 +433,25 @@ def _shikra(text):
         yield start, end, raws
 
 
-_FALCON = re.compile(r"(?<![{<\w>])((?:<\d{1,3}>){4,})")
+#: A tag body of bin tokens only (Falcon's <box>, <quad>).
+_BIN_TOKENS = re.compile(r"(?:\s*<\d{1,4}>)+\s*")
+_FALCON = re.compile(r"(?<![{\w>])(?:<poly>|<sep>)*<\d{1,4}>(?:<\d{1,4}>|<sep>|</?poly>){3,}")
 
 
 def _falcon(text):
-    # bare <N> bin tokens, 4 a box, (N + 0.5) / 1000 (the bin's centre)
+    # Falcon (remote sensing): bare <N> tokens on 1000 bins, read at the bin's centre
+    # (inference.py: CoordinatesQuantizer("floor", (1000, 1000)), (N + 0.5) · size / 1000);
+    # 4 a box, pairs of more a polygon, <sep> between polygons, <poly>…</poly> around them
     for match in _FALCON.finditer(text):
         start, end = match.span()
-        numbers = [float(v) for v in re.findall(r"<(\d+)>", match.group(1))]
-        yield start, end, _per(numbers, 4, "box", start, end, "falcon_bins_1000", None,
-                               "bare <N> tokens")
+        body = match.group(0)
+        parts = [numbers_in(p.replace("<", " ").replace(">", " "))
+                 for p in re.split(r"<sep>|</?poly>", body)]
+        marked = "<sep>" in body or "poly>" in body
+        raws = []
+        for numbers in (p for p in parts if p):
+            raws += _florence_part(numbers, marked, start, end, None, "falcon_bins_1000")
+        yield start, end, raws
 
 
 REGISTRY = (
@@ -488,8 +499,9 @@ REGISTRY = (
     Reader("shikra", "Shikra", "normalized_1",
            "shikras/shikra mllm/dataset/process_function/box_process_function.py "
            "(PlainBoxFormatter), mllm/dataset/utils/transform.py (expand2square)", _shikra),
-    Reader("bare_bins", "Falcon (bare <N> tokens)", "falcon_bins_1000",
-           "issue 25's description (bins of 1000, bin centres); no public source found",
+    Reader("falcon", "Falcon (remote sensing)", "falcon_bins_1000",
+           "lzd19981105/Falcon inference.py (CoordinatesQuantizer 'floor', 1000 bins; "
+           "extract_polygons) and eval/src/detection_obb.py (<box>, <quad> bodies)",
            _falcon, fixed=True),
 )
 
