@@ -13,6 +13,7 @@ from qgis.core import (
 from ..core.classmaps.polygons import polygon_class_confusion
 from ..core.reports.class_map import build_class_map_report
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.util.wording import count_of
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
@@ -183,7 +184,8 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
         miou = report["miou"]
         feedback.pushInfo(
             f"mIoU {'–' if miou is None else f'{miou:.4f}'} over "
-            f"{report['conventions']['n_classes_in_mean']} classes (areas in m² in "
+            f"{count_of(report['conventions']['n_classes_in_mean'], 'class', 'classes')} "
+            f"(areas in m² in "
             f"{result.alignment['equal_area_crs']})"
         )
         return self.write_class_map_outputs(parameters, context, feedback, report)

@@ -9,6 +9,9 @@ EVALUATE_POLYGONS = {
     "REFERENCE": "The reference (ground truth) polygons, in any CRS.",
     "REFERENCE_ID_FIELD": "Keys the per-field table and the TP layer's ref_id, so the table "
     "joins back to the reference layer. Default: the feature id (column ref_fid).",
+    "PREDICTED_ID_FIELD": "The predicted layer's own id: written as pred_id beside pred_fid "
+    "in the TP and FP layers and the per-field table (and max_overlap_pred_id in the FN "
+    "layer), so they join back to the predictions. Default: feature ids only.",
     "SCORE_FIELD": "A numeric confidence per prediction: adds COCO-style average precision "
     "(AP@[.50:.95], AP50, AP75, AR) and a precision-recall curve.",
     "PREDICTED_CLASS_FIELD": "Class-aware matching: a prediction matches a reference of its "

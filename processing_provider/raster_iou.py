@@ -18,6 +18,7 @@ from qgis.core import (
 from ..core.reports.class_map import build_class_map_report
 from ..core.matching.labels import label_text
 from ..core.util.progress import EvaluationCanceled
+from ..core.util.wording import count_of, plural
 from ..core.classmaps.rasters import (
     inputs_left_untouched,
     open_band,
@@ -215,8 +216,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         self.finish_report(report, parameters, context)
         shift = result.alignment["share_reference_outside_prediction"]
         feedback.pushInfo(
-            f"mIoU {_fmt(report['miou'])} over {report['conventions']['n_classes_in_mean']} "
-            f"classes, pixel accuracy {_fmt(report['pixel_accuracy'])}, FWIoU "
+            f"mIoU {_fmt(report['miou'])} over "
+            f"{count_of(report['conventions']['n_classes_in_mean'], 'class', 'classes')}, "
+            f"pixel accuracy {_fmt(report['pixel_accuracy'])}, FWIoU "
             f"{_fmt(report['fwiou'])}; valid reference pixels outside the prediction: "
             f"{_fmt(shift)}"
         )
@@ -250,7 +252,7 @@ def _raster_input(band) -> dict:
         "selected_features_only": False,
         "filter": None,
         "band": band.band,
-        "size": f"{band.width} × {band.height} pixels",
+        "size": f"{band.width} × {band.height} {plural(band.width * band.height, 'pixel')}",
     }
 
 

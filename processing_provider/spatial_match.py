@@ -17,6 +17,7 @@ from qgis.core import (
 from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.reports.spatial_match import build_report, render_html
+from ..core.util.wording import count_of, plural
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
@@ -45,7 +46,7 @@ from .model_text_parameters import (
 )
 from .parameters import add_missing_help, report_destinations, requested
 from .progress import fraction_progress
-from .reporting import input_description, plain_parameters, provenance, write_reports
+from .reporting import input_description, provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -193,7 +194,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             result,
             {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
             provenance(),
-            {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            reproduce(self, parameters, context),
             row_ids,
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
@@ -206,7 +207,9 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         for warning in report["warnings"]:
             feedback.pushWarning(warning)
         feedback.pushInfo(
-            f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
+            f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
+            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
+            f"mean best IoU "
             f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
             f"hallucinated {metrics['count_hallucinated']}")
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))

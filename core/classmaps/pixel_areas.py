@@ -30,6 +30,7 @@ import numpy as np
 import pyproj
 
 from ..geometry.crs import crs_label
+from ..util.wording import count_of, plural
 
 #: Lattice cells of a projected grid: edges of at most this on the ground (metres)...
 MAX_CELL_EDGE_M = 500.0
@@ -125,8 +126,9 @@ def pixel_areas(geotransform, width: int, height: int, crs: pyproj.CRS | None,
                 f"({_ellipsoid_name(crs)} ellipsoid)")
     if failed:
         note = (note + "; " if note else "") + (
-            f"{failed} lattice cells of {step} × {step} pixels could not be placed on the "
-            f"ellipsoid (PROJ): their pixels keep the plane area")
+            f"{count_of(failed, 'lattice cell')} of {step} × {step} "
+            f"{plural(step * step, 'pixel')} could not be placed on the ellipsoid (PROJ): "
+            f"their pixels keep the plane area")
     return PixelAreas(cells_m2=ground, step=step, note=note, description=description)
 
 

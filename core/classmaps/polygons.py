@@ -29,6 +29,7 @@ from ..geometry.crs import check_equal_area, crs_label, evaluation_crs, resolve_
 from ..matching.labels import MISSING, normalise_labels
 from ..pairs.overlap import intersection_area, overlap_pairs
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
 from ..geometry.prepare import prepare_layer
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ def polygon_class_confusion(
     for geoms, values, name in ((predicted, predicted_classes, "predicted"),
                                 (reference, reference_classes, "reference")):
         if len(values) != len(geoms):
-            raise ValueError(f"{name}_classes has {len(values)} values for {len(geoms)} rows")
+            raise ValueError(f"{name}_classes has {count_of(len(values), 'value')} for "
+                             f"{count_of(len(geoms), 'row')}")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
@@ -162,7 +164,9 @@ def polygon_class_confusion(
     for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
-            warnings.append(f"{missing} {name} polygons have no class value and are not scored")
+            warnings.append(f"{count_of(missing, f'{name} polygon')} "
+                            f"{plural(missing, 'has', 'have')} no class value and "
+                            f"{plural(missing, 'is', 'are')} not scored")
     nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
     if nothing:
         warnings.append(nothing)
@@ -178,7 +182,8 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
         if layer.n == 0:
-            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+            return (f"the {name} layer has no polygon to score "
+                    f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):

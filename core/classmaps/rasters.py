@@ -35,6 +35,7 @@ import pyproj
 from ..geometry.crs import crs_label
 from ..matching.labels import class_key
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
 from . import confusion
 from .class_tables import ClassNames, band_class_names, read_class_table
 from .grid_transform import (
@@ -144,18 +145,19 @@ def inputs_left_untouched():
     """Within the block, GDAL keeps no auxiliary ``.aux.xml`` file (PAM) for the datasets it
     opens: statistics that a reader computes (QGIS computes them to style a raster layer it
     loads), histograms or attribute tables are not written beside the input rasters. GDAL's
-    ``GDAL_PAM_ENABLED`` configuration option is set to NO and its previous value restored
-    on leaving (the option is process-wide: keep the block to reading the inputs).
+    ``GDAL_PAM_ENABLED`` configuration option is set to NO for this thread only (a
+    thread-local option: a QGIS window drawing other rasters meanwhile keeps its PAM) and
+    its previous value restored on leaving.
 
     A dataset opened inside the block stays without PAM until it is closed, even after."""
     from osgeo import gdal
 
-    previous = gdal.GetConfigOption("GDAL_PAM_ENABLED")
-    gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+    previous = gdal.GetThreadLocalConfigOption("GDAL_PAM_ENABLED", None)
+    gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", "NO")
     try:
         yield
     finally:
-        gdal.SetConfigOption("GDAL_PAM_ENABLED", previous)
+        gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", previous)
 
 
 def open_band(path: str, band: int, name: str) -> RasterBand:
@@ -172,7 +174,8 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     except RuntimeError as exc:
         raise ValueError(f"{name}: GDAL cannot open {path}: {exc}") from None
     if not 1 <= band <= dataset.RasterCount:
-        raise ValueError(f"{name}: band {band} does not exist ({dataset.RasterCount} bands)")
+        raise ValueError(f"{name}: band {band} does not exist "
+                         f"({count_of(dataset.RasterCount, 'band')})")
     raster_band = dataset.GetRasterBand(band)
     wkt = dataset.GetProjection()
     crs = pyproj.CRS.from_wkt(wkt) if wkt else None
@@ -357,9 +360,13 @@ def _shared_names(classes) -> list[str]:
 def _nothing_scored(pixels: dict) -> str:
     """Why no pixel was scored, from the tally's coverage counts."""
     if pixels["outside_prediction"]:
-        return (f"nothing is scored: none of the {pixels['outside_prediction']} valid "
-                f"reference pixels lies on the predicted raster (the rasters do not overlap)")
-    return (f"nothing is scored: all {pixels['reference_void']} reference pixels are nodata "
+        n = pixels["outside_prediction"]
+        return (f"nothing is scored: {'the' if n == 1 else 'none of the'} "
+                f"{count_of(n, 'valid reference pixel')} {'does not lie' if n == 1 else 'lies'} "
+                f"on the predicted raster (the rasters do not overlap)")
+    n = pixels["reference_void"]
+    return (f"nothing is scored: {'the' if n == 1 else 'all'} "
+            f"{count_of(n, 'reference pixel')} {plural(n, 'is', 'are')} nodata "
             f"or void (IGNORE_VALUES)")
 
 

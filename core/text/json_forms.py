@@ -7,6 +7,7 @@ import json
 
 import shapely
 
+from ..util.wording import count_of
 from .extraction import Raw, floats, is_number, load_json, short
 
 BOX_KEYS = ("bbox_2d", "bbox", "bboxes", "box", "boxes", "bounding_box", "bounding_boxes")
@@ -234,13 +235,14 @@ class Walk:
             return self.fail("point", f"a point needs 2 numbers, got {n}")
         if kind_hint == "polygon" and n < 6:
             return self.fail("polygon", f"a polygon needs at least 3 points (6 numbers), got "
-                                        f"{n} numbers {short(numbers)}")
+                                        f"{count_of(n, 'number')} {short(numbers)}")
         if n == 4 and kind_hint in (None, "box"):
             return self.raw("box", numbers, label)
         if n >= 6 and n % 2 == 0 and kind_hint in (None, "polygon", "box"):
             return self.raw("polygon", numbers, label)
         return self.fail(kind_hint or "box", (
-            f"{n} numbers {short(numbers)}: neither a box (4), a point (2) nor a polygon ring "
+            f"{count_of(n, 'number')} {short(numbers)}: neither a box (4), a point (2) nor a "
+            f"polygon ring "
             f"(2n, n >= 3)"))
 
 

@@ -18,6 +18,7 @@ from typing import Callable
 
 import shapely
 
+from ..util.wording import count_of
 from .extraction import Raw, load_json, number_groups, numbers_in, short
 from .json_forms import value_raws
 
@@ -104,7 +105,8 @@ def _per(numbers, size, kind, start, end, convention, label, what):
     (or none) is one failure."""
     if not numbers or len(numbers) % size:
         return [Raw(kind, start, end, failure=(
-            f"{what} needs {size} numbers a {kind}, found {len(numbers)} {short(numbers)}"))]
+            f"{what} needs {size} numbers a {kind}, found {count_of(len(numbers), 'number')} "
+            f"{short(numbers)}"))]
     return [Raw(kind, start, end, numbers[k:k + size], convention, label)
             for k in range(0, len(numbers), size)]
 
@@ -213,7 +215,8 @@ def _deepseek(text):
                 raws.append(Raw("box", start, end, values, "deepseek_vl2_999", label))
             else:
                 raws.append(Raw("box", start, end, failure=(
-                    f"DeepSeek-VL2 box needs 4 numbers, found {len(values)} {short(values)}")))
+                    f"DeepSeek-VL2 box needs 4 numbers, found {count_of(len(values), 'number')} "
+                    f"{short(values)}")))
         if stray:
             raws.append(Raw("box", start, end, failure=(
                 f"DeepSeek-VL2 <|det|>: number(s) outside a complete box {short(stray)}")))
@@ -312,7 +315,8 @@ def _florence_part(numbers, marked, start, end, label, convention="florence2_loc
             return [raw]
         return [Raw("polygon", start, end, numbers, convention, label)]
     return [Raw("polygon", start, end, failure=(
-        f"{n} bin tokens: neither a box (4), a point (2) nor a polygon (pairs, at least 3)"))]
+        f"{count_of(n, 'bin token')}: neither a box (4), a point (2) nor a polygon (pairs, "
+        f"at least 3)"))]
 
 
 def _all_ordered_boxes(numbers):

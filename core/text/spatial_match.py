@@ -38,6 +38,7 @@ import numpy as np
 import shapely
 
 from ..util.checks import is_missing
+from ..util.wording import count_of
 from ..matching.rules import at_or_above
 from .model_text import (
     EMPTY,
@@ -183,7 +184,8 @@ def _column(values, n, name) -> list:
         return [None] * n
     values = list(values)
     if len(values) != n:
-        raise ValueError(f"{name} has {len(values)} values for {n} rows")
+        raise ValueError(f"{name} has {count_of(len(values), 'value')} for "
+                         f"{count_of(n, 'row')}")
     return values
 
 
