@@ -25,7 +25,8 @@ Decisions (each documented in the algorithm's help too):
 - answer and expected geometries in different frames (pixels against fractions of the image,
   when the image size is unknown) cannot be compared: the row fails with that reason.
 
-Sources: ../shared/seeds/galtea_spatial_match.txt; ../shared/seeds/spatial_iou_guide.txt
+Sources: the Galtea spatial_match documentation; the spatial IoU guide for LLM-generated
+geometries; "GRES: Generalized Referring Expression Segmentation" (cumulative IoU)
 (report the distribution: median and 10th percentile).
 """
 
