@@ -26,8 +26,8 @@ Decisions (each documented in the algorithm's help too):
   when the image size is unknown) cannot be compared: the row fails with that reason.
 
 Sources: the Galtea spatial_match documentation; the spatial IoU guide for LLM-generated
-geometries; "GRES: Generalized Referring Expression Segmentation" (cumulative IoU)
-(report the distribution: median and 10th percentile).
+geometries (report the distribution: median and 10th percentile); "GRES: Generalized
+Referring Expression Segmentation" (the cumulative IoU).
 """
 
 from __future__ import annotations
