@@ -59,8 +59,8 @@ tell). Under auto a bare list of numbers in prose ("the image is [1920, 1080]", 
 [0, 1]") is no geometry: only a list that stands alone (the whole answer, its own line, a code
 fence, between tags) or under a key is read. <b>Another COORDINATE_FORMAT</b> applies to plain
 numbers, bare lists in prose included, and replaces the convention a syntax implies, except
-where the model's vocabulary fixes the grid (Florence-2 and PaliGemma loc tokens, bare bin
-tokens: a warning says it was not applied). With the image width and height, normalised
+where the model's vocabulary or API fixes it (Florence-2, PaliGemma and Falcon bin tokens,
+Gemini's box_2d / point keys: a warning says it was not applied). With the image width and height, normalised
 coordinates become pixels; without them they stay fractions of the image. Qwen2.5-VL writes
 absolute pixels of the image as its processor resized it (sides multiples of 28), not of the
 original (QwenLM/Qwen2.5-VL issue 676): give that size, and with a RASTER the pixels are scaled

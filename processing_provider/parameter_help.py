@@ -52,7 +52,8 @@ MODEL_TEXT = {
     "first), percent, or map coordinates. Default: auto, each model syntax with its own "
     "convention, plain numbers by their range (a warning when ambiguous); a bare list in "
     "prose is then no geometry. A chosen format also reads bare lists in prose and replaces a "
-    "syntax's convention, except loc and bin tokens whose grid the model's vocabulary fixes.",
+    "syntax's convention, except loc and bin tokens and Gemini's box_2d / point, whose "
+    "convention the model fixes.",
     "PADDED_SQUARE": "The model saw the image padded to a square (LLaVA-1.5, Shikra): its "
     "fractions are of that square, and the padding is undone with the image width and height. "
     "Default: off.",

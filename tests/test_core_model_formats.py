@@ -270,6 +270,9 @@ def test_explicit_coordinate_format_wins_over_the_syntax():
     florence = parse_answer("car<loc_52><loc_333><loc_932><loc_774>", "pixel_xyxy", 1000, 1000)
     assert florence.usable[0].convention == "florence2_loc_1000"
     assert "not applied" in florence.usable[0].warning
+    # Gemini's box_2d is y first on 0–1000 by its API: normalized_1000 (x first) is not applied
+    gemini = parse_answer('{"box_2d": [100, 200, 300, 400]}', "normalized_1000", 1000, 1000)
+    assert boxes(gemini) == [(200, 100, 400, 300)] and "not applied" in gemini.usable[0].warning
 
 
 # --- Numbers in prose -------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def parse_answer(
             between tags). Another value applies to plain numbers and replaces the
             convention a syntax implies, except where the model's vocabulary fixes the grid
             (Florence-2 and PaliGemma loc tokens, bare bin tokens: a warning says so); bare
-            lists in prose are then read too.
+            lists in prose are then read too (Gemini's box_2d / point keys keep their y-first
+            0–1000 grid as well).
         image_width, image_height: image size in pixels (> 0), or None when unknown:
             normalised coordinates then stay fractions of the image (frame "fraction").
         obb_to_hbb: replace oriented boxes by their axis-aligned envelopes (GroundSet's
@@ -592,7 +593,7 @@ def _convention_of(raw, options: _Options, auto):
             return raw.convention, SYNTAX, raw.note, ""
         if raw.fixed:
             return raw.convention, SYNTAX, "; ".join(filter(None, [raw.note, (
-                f"the {raw.syntax} tokens fix {raw.convention}; COORDINATE_FORMAT {given} "
+                f"the {raw.syntax} syntax fixes {raw.convention}; COORDINATE_FORMAT {given} "
                 f"not applied")])), ""
         return given, GIVEN, "", (f"COORDINATE_FORMAT {given} replaces the {raw.convention} "
                                   f"of the {raw.syntax} syntax")

@@ -123,11 +123,16 @@ class Walk:
         return out
 
     def convention_list(self, value, convention, kind, label) -> list:
+        """Raws of a key whose API fixes the convention (Gemini's box_2d and point: y first,
+        0–1000): COORDINATE_FORMAT does not replace it."""
         saved, self.convention = self.convention, convention
         try:
-            return self.list(value, kind, label)
+            raws = self.list(value, kind, label)
         finally:
             self.convention = saved
+        for raw in raws:
+            raw.fixed, raw.syntax = True, "Gemini box_2d / point"
+        return raws
 
     def centre_size_angle(self, keys: dict, label):
         """An oriented box from keys such as cx/cy/w/h/angle or center/size/angle; a negative
