@@ -38,10 +38,12 @@ from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,
     image_size_parameters,
+    padded_square_parameter,
     read_columns,
 )
 from .parameters import add_missing_help, requested
@@ -125,6 +127,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             defaultValue=False)
         obb.setFlags(obb.flags() | ADVANCED)
         self.addParameter(obb)
+        self.addParameter(padded_square_parameter())
         for name, label, kind in (
             (self.OUTPUT, "Geometries (polygons)", VECTOR_POLYGON),
             (self.POINTS, "Points", VECTOR_POINT),
@@ -163,6 +166,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             columns["text"], row_ids, coordinate_format(self, parameters, context),
             widths, heights,
             obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
+            padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
             geotransform=geotransform, raster_size=raster_size,
             progress=fraction_progress(feedback, 10, 80),
         )

@@ -32,10 +32,12 @@ from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,
     image_size_parameters,
+    padded_square_parameter,
     read_columns,
 )
 from .parameters import add_missing_help, report_destinations, requested
@@ -64,7 +66,8 @@ failed row with its reason, never an aborted run and never a zero box. A row exp
 cannot be read is not scored (listed, counted).</p>
 <p><b>Summary</b> over scored rows: pass rate, mean, median and 10th percentile of the best
 IoU, Acc@τ for τ = 0.1, 0.3, 0.5, 0.7, 0.9 (share of rows with best IoU ≥ τ), cumulative IoU
-(Σ intersections / Σ unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
+(Σ intersections / Σ unions over rows; an answer on a row that expects nothing adds its
+area to the unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
 (answers that could not be read), hallucination rate (answers with a geometry out of bounds),
 empty-answer rate, point-hit rate; by group with a group field (model, prompt, class).</p>
 """ + HELP_CONVENTIONS
@@ -114,6 +117,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             self.tr("Coordinate format (both columns)")))
         for parameter in image_size_parameters(self.INPUT):
             self.addParameter(parameter)
+        self.addParameter(padded_square_parameter())
         self.addParameter(QgsProcessingParameterNumber(
             self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
             QgsProcessingParameterNumber.Double, defaultValue=0.5, minValue=0.0, maxValue=1.0))
@@ -169,6 +173,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
             groups=columns["group"] if indices["group"] >= 0 else None,
             progress=fraction_progress(feedback, 10, 85),
+            padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
         )
         if result is None:
             return {}
