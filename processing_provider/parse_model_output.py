@@ -148,11 +148,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
             "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
         }
-        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
-            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
-        geotransform, raster_size = (raster_geotransform(raster) if raster is not None
-                                     else (None, None))
-        raster_crs = _raster_crs(raster) if raster is not None else None
+        raster, geotransform, raster_size, raster_crs = self._raster(parameters, context)
         read = read_columns(source, indices, feedback, (0, 10))
         if read is None:
             return {}
@@ -160,7 +156,6 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         row_ids = columns["id"] if indices["id"] >= 0 else fids
         widths, heights = _image_sizes(feedback, raster, raster_crs, geotransform, raster_size,
                                        columns["width"], columns["height"])
-
         tables = self.run_core(
             feedback, answer_tables,
             columns["text"], row_ids, coordinate_format(self, parameters, context),
@@ -195,6 +190,15 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         results.update(self.numeric_results(lambda key: int(counts[key])))
         feedback.setProgress(100)
         return results
+
+    def _raster(self, parameters, context):
+        """(RASTER layer, its GDAL geotransform, (width, height), CRS), all None without one."""
+        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
+            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        if raster is None:
+            return None, None, None, None
+        geotransform, raster_size = raster_geotransform(raster)
+        return raster, geotransform, raster_size, _raster_crs(raster)
 
     def _write(self, parameters, context, name, table, kind, keys, id_field, crs):
         fields = [id_field] + [(key, FIELD_INT if key == "index" else FIELD_STRING)
