@@ -148,6 +148,17 @@ def test_rat_without_a_value_rule_gives_no_names_and_says_why(tmp_path):
     assert any("no value column" in w for w in result.warnings)
 
 
+def test_infinite_pixel_values_lie_in_no_linear_bin(tmp_path):
+    # A Float32 band whose pixels hold ±inf (not its nodata): those values are classes of
+    # their own, in no bin of a linearly binned RAT; the finite ones keep their bins.
+    names, _, result = names_of(
+        tmp_path, [1.0, 2.0, np.inf, -np.inf], np.float32,
+        columns=[("Class", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[["a"], ["b"], ["c"], ["d"]], linear_binning=(0.0, 1.0))
+    assert names == {-np.inf: "", 1: "b", 2: "c", np.inf: ""}
+    assert result.counts.trace() == 4
+
+
 # --- class table files ---------------------------------------------------------------------
 
 def test_class_table_with_value_name_lines_keeps_commas_after_a_separator(tmp_path):

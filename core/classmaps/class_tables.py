@@ -78,7 +78,10 @@ class ClassNames:
             row0, size = self.linear_binning
             if not size:
                 return None
-            row = math.floor((float(value) - row0) / size)
+            position = (float(value) - row0) / size
+            if not math.isfinite(position):  # an infinite pixel value lies in no bin
+                return None
+            row = math.floor(position)
             return row if 0 <= row < len(self.names) else None
         if self.low is None and self.high is None:  # category names: indexed by value
             number = float(value)
