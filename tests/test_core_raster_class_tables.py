@@ -148,6 +148,25 @@ def test_rat_without_a_value_rule_gives_no_names_and_says_why(tmp_path):
     assert any("no value column" in w for w in result.warnings)
 
 
+def test_rat_bounds_of_an_integer_band_are_compared_as_gdal_compares_them(tmp_path):
+    # GDAL's GetRowOfValue compares a value with the bounds in double: a Byte pixel 1 is
+    # below the row [1.5, 2.5] and takes the catch-all row [-1000, 1000]; an Int16 band
+    # keeps bounds beyond its range (1e10) as they are.
+    names, saved, _ = names_of(
+        tmp_path, [1, 2, 3, 200], np.uint8,
+        columns=[("Low", gdal.GFT_Real, gdal.GFU_Min), ("High", gdal.GFT_Real, gdal.GFU_Max),
+                 ("Name", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[[1.5, 2.5, "half"], [-1000, 1000, "all"]])
+    assert names == {1: "all", 2: "half", 3: "all", 200: "all"}
+    assert [saved.GetRowOfValue(v) for v in (1, 2, 3, 200)] == [1, 0, 1, 1]  # GDAL agrees
+    names, saved, _ = names_of(
+        tmp_path, [-5, 2, 30000], np.int16,
+        columns=[("Low", gdal.GFT_Real, gdal.GFU_Min), ("High", gdal.GFT_Real, gdal.GFU_Max),
+                 ("Name", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[[-1e10, 0, "negative"], [1, 1e10, "positive"]])
+    assert names == {-5: "negative", 2: "positive", 30000: "positive"}
+
+
 def test_infinite_pixel_values_lie_in_no_linear_bin(tmp_path):
     # A Float32 band whose pixels hold ±inf (not its nodata): those values are classes of
     # their own, in no bin of a linearly binned RAT; the finite ones keep their bins.

@@ -73,7 +73,6 @@ class ClassNames:
         band's precision), or None."""
         if not self.names:
             return None
-        cast = np.dtype(self.dtype).type
         if self.linear_binning is not None:
             row0, size = self.linear_binning
             if not size:
@@ -88,13 +87,19 @@ class ClassNames:
             row = int(number) if number.is_integer() else -1
             return row if 0 <= row < len(self.names) else None
         # GDAL's scan (skip rows whose minimum is above v, then rows whose maximum is below
-        # it) returns the first row with minimum <= v <= maximum.
-        v = cast(value)
+        # it) returns the first row with minimum <= v <= maximum. A floating-point band's
+        # values are compared at its precision (its 0.1 is the bound 0.1); an integer
+        # band's in float64, as GDAL compares them: its integers are exact there, while a
+        # bound cast to the band's type would be truncated (1.5 to 1) or wrap (-1000 to 24
+        # in Byte).
+        compare = self.dtype if np.dtype(self.dtype).kind == "f" else "float64"
+        v = np.dtype(compare).type(value)
         fits = np.ones(len(self.names), dtype=bool)
-        if self.low is not None:
-            fits &= np.asarray(self.low, dtype=self.dtype) <= v
-        if self.high is not None:
-            fits &= v <= np.asarray(self.high, dtype=self.dtype)
+        with np.errstate(over="ignore"):  # a bound beyond Float32 is ±inf there
+            if self.low is not None:
+                fits &= np.asarray(self.low, dtype=compare) <= v
+            if self.high is not None:
+                fits &= v <= np.asarray(self.high, dtype=compare)
         return int(np.argmax(fits)) if fits.any() else None
 
 
