@@ -215,3 +215,10 @@ def test_values_whose_names_are_one_label_are_reported(tmp_path):
                  class_table=[(1, "For\u00eat"), (2, " fore\u0302t"), (3, "eau")])
     assert result.classes.k == 3  # raster classes are their values
     assert any("1, 2 have one name" in w for w in result.warnings)
+
+
+def test_a_decimal_comma_is_named_as_written(tmp_path):
+    path = tmp_path / "classes.csv"
+    path.write_text("value;name\n0,5;half\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: '0,5' is not a class value"):
+        read_class_table(str(path))

@@ -195,7 +195,7 @@ def read_class_table(path: str) -> list[tuple]:
 
     Raises ValueError naming the file and line when a value is repeated, not finite (NaN,
     infinity) or a line has no usable structure, and naming the file when it is not UTF-8
-    text.
+    text or holds no class row.
     """
     try:
         with open(path, encoding="utf-8-sig") as handle:
@@ -213,9 +213,8 @@ def read_class_table(path: str) -> list[tuple]:
             if not rows and not header:
                 header = text  # one header row; a second non-numeric row is an error
                 continue
-            first = re.split(r"[,;\t ]", text, maxsplit=1)[0]
-            raise ValueError(f"CLASS_NAMES: {path} line {number}: {first!r} is not a "
-                             f"class value")
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {_first_field(text)!r} "
+                             f"is not a class value")
         value, name = parsed
         if not math.isfinite(value):
             raise ValueError(f"CLASS_NAMES: {path} line {number}: {value!r} is not a "
@@ -225,7 +224,26 @@ def read_class_table(path: str) -> list[tuple]:
             raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
         seen.add(value)
         rows.append((value, _text(name)))
+    if not rows:
+        # An empty file, or a single line that is not a class row (names and values swapped,
+        # a hexadecimal code): fixing the classes to none would silently score every value
+        # found instead.
+        found = f"only the line {header!r}, taken as a header" if header else "no line"
+        raise ValueError(f"CLASS_NAMES: {path} holds no class row ({found}); give one "
+                         f"'value,name' line per class")
     return rows
+
+
+def _split(text: str) -> list:
+    """A ``value,name`` line cut at its first separator (tab, else semicolon, else comma,
+    else spaces)."""
+    separator = next((s for s in ("\t", ";", ",") if s in text), None)
+    return text.split(separator, 1) if separator else text.split(None, 1)
+
+
+def _first_field(text: str) -> str:
+    """The value field of a line as ``_class_line`` reads it."""
+    return _split(text)[0].strip()
 
 
 def _class_line(text: str):
@@ -234,8 +252,7 @@ def _class_line(text: str):
         match = pattern.match(text)
         if match:
             return float(match.group(1)), (match.group(6) or "")
-    separator = next((s for s in ("\t", ";", ",") if s in text), None)
-    parts = text.split(separator, 1) if separator else text.split(None, 1)
+    parts = _split(text)
     try:
         value = float(parts[0])
     except ValueError:
