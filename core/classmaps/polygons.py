@@ -167,7 +167,8 @@ def polygon_class_confusion(
             warnings.append(f"{count_of(missing, f'{name} polygon')} "
                             f"{plural(missing, 'has', 'have')} no class value and "
                             f"{plural(missing, 'is', 'are')} not scored")
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
     if nothing:
         warnings.append(nothing)
     for message in warnings:
@@ -175,9 +176,11 @@ def polygon_class_confusion(
     return PolygonClassConfusion(classes, areas, alignment, warnings)
 
 
-def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
-    """Why the matrix is empty (None when it is not): an empty layer, an empty area
-    compared, or no classed reference ground inside it."""
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,
+                      labels=None) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, a layer none of whose
+    polygons has a class (``labels``: the reference's and the prediction's normalised labels),
+    an empty area compared, or no classed reference ground inside it."""
     if total_m2 > 0:
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
@@ -185,6 +188,13 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
             return (f"the {name} layer has no polygon to score "
                     f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
+    for name, layer_labels in zip(("reference", "predicted"), labels or ()):
+        if not np.any(layer_labels != MISSING):
+            which = (f"the {name} layer's only polygon has no class value"
+                     if len(layer_labels) == 1 else
+                     f"none of the {count_of(len(layer_labels), f'{name} polygon')} has a "
+                     f"class value")
+            return f"{which}: nothing is compared"
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
             return "the study area has no polygon: nothing is compared"
