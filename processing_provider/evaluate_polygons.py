@@ -23,6 +23,7 @@ from ..core.matching.grouping import parse_size_bins
 from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
+from ..core.util.checks import is_missing
 from ..core.util.memory import InsufficientMemoryError
 from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
@@ -581,11 +582,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if id_index >= 0
             else reference.feature_ids.tolist()
         )
-        if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
-            feedback.pushWarning(
-                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
-                "the per-field table cannot be joined back one to one"
-            )
+        if id_index >= 0:
+            for message in _id_warnings(
+                    "REFERENCE_ID_FIELD", fields[self.REFERENCE_ID_FIELD][0], ref_ids,
+                    "reference", "the per-field table cannot be joined back one to one"):
+                feedback.pushWarning(message)
         id_qfield = (
             QgsField(reference_source.fields().at(id_index))
             if id_index >= 0
@@ -596,11 +597,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
             pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
             pred_id_qfield = QgsField(predicted_source.fields().at(pred_index))
-            if len(set(map(str, pred_ids))) < len(pred_ids):
-                feedback.pushWarning(
-                    f"PREDICTED_ID_FIELD: {pred_name} has repeated values: pred_id does not "
-                    "name one prediction (pred_fid does)"
-                )
+            for message in _id_warnings("PREDICTED_ID_FIELD", pred_name, pred_ids,
+                                        "prediction", "pred_id does not name one prediction "
+                                        "(pred_fid does)"):
+                feedback.pushWarning(message)
         outputs = EvaluationOutputs(
             evaluation, predicted, reference, predicted_source.fields(),
             reference_source.fields(), ref_ids, id_qfield,
@@ -633,6 +633,23 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         results.update(self.numeric_results(lambda key: metrics[key]))
         feedback.setProgress(100)
         return results
+
+
+def _id_warnings(parameter: str, field_name: str, ids: list, what: str, consequence: str):
+    """Warnings for an id field whose values do not name one row each: NULL ids (counted,
+    never taken for one repeated value) and values that repeat among the others."""
+    missing = sum(1 for value in ids if is_missing(value))
+    present = [str(value) for value in ids if not is_missing(value)]
+    repeated = len(present) - len(set(present))
+    messages = []
+    if missing:
+        messages.append(f"{parameter}: {field_name} is NULL on {count_of(missing, what)}: "
+                        f"{consequence}")
+    if repeated:
+        messages.append(f"{parameter}: {field_name} has repeated values "
+                        f"({count_of(repeated, 'row')} {plural(repeated, 'repeats', 'repeat')} an "
+                        f"earlier value): {consequence}")
+    return messages
 
 
 class _OutputWriter:
