@@ -222,3 +222,15 @@ def test_a_decimal_comma_is_named_as_written(tmp_path):
     path.write_text("value;name\n0,5;half\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"line 2: '0,5' is not a class value"):
         read_class_table(str(path))
+
+
+def test_a_complex_band_is_refused_naming_it(tmp_path):
+    # A CFloat32 band (SAR): 1+5j and 1+0j are different numbers, but numpy's cast to real
+    # made both the class 1. Class codes are real numbers.
+    path = str(tmp_path / "complex.tif")
+    dataset = gdal.GetDriverByName("GTiff").Create(path, 2, 1, 1, gdal.GDT_CFloat32)
+    dataset.GetRasterBand(1).WriteArray(np.array([[1 + 5j, 1 + 0j]], np.complex64))
+    dataset = None
+    with pytest.raises(ValueError, match=r"PREDICTED: band 1 of .* holds complex numbers "
+                                         r"\(CFloat32\)"):
+        open_band(path, 1, "PREDICTED")

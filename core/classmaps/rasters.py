@@ -163,8 +163,8 @@ def inputs_left_untouched():
 def open_band(path: str, band: int, name: str) -> RasterBand:
     """Describe band ``band`` of the raster ``path``.
 
-    Raises ValueError naming ``name`` when GDAL cannot open it or the band does not exist. A
-    raster without georeferencing has GDAL's default grid (origin 0, pixel size 1) and no CRS.
+    Raises ValueError naming ``name`` when GDAL cannot open it, the band does not exist or
+    holds complex numbers (not class codes). A raster without georeferencing has GDAL's default grid (origin 0, pixel size 1) and no CRS.
     """
     from osgeo import gdal
 
@@ -182,6 +182,11 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     from osgeo import gdal_array
 
     dtype = np.dtype(gdal_array.GDALTypeCodeToNumericTypeCode(raster_band.DataType)).name
+    if gdal.DataTypeIsComplex(raster_band.DataType):
+        # numpy would drop the imaginary part when codes are compared: 1+5j would be class 1.
+        raise ValueError(f"{name}: band {band} of {path} holds complex numbers "
+                         f"({gdal.GetDataTypeName(raster_band.DataType)}): a class raster "
+                         f"holds real class codes (choose the band of class codes)")
     return RasterBand(
         path=str(path),
         band=band,
