@@ -234,3 +234,25 @@ def test_a_complex_band_is_refused_naming_it(tmp_path):
     with pytest.raises(ValueError, match=r"PREDICTED: band 1 of .* holds complex numbers "
                                          r"\(CFloat32\)"):
         open_band(path, 1, "PREDICTED")
+
+
+@pytest.mark.parametrize("nodata, dtype", [(1.5, np.int16), (300, np.uint8), (-1, np.uint8)])
+def test_a_nodata_value_an_integer_band_cannot_hold_is_reported(tmp_path, nodata, dtype):
+    # No Int16 pixel equals 1.5, no Byte pixel 300 or -1: every pixel is valid, and the run
+    # says the nodata value is not one the band holds (GDAL's mask would take 1 for 1.5).
+    pixels = np.array([0, 1, 2], dtype)
+    result = run(tmp_path, pixels, pixels, reference_raster={"nodata": nodata})
+    assert result.counts.trace() == 3
+    assert result.alignment["reference_void_pixels"] == 0
+    assert [w for w in result.warnings if "nodata value" in w] == [
+        f"REFERENCE: the band's nodata value {float(nodata)!r} is not a value a "
+        f"{'Int16' if dtype is np.int16 else 'Byte'} band holds: no pixel is taken as nodata "
+        f"(GDAL's mask of a fractional value takes its integer part); set the nodata value "
+        f"the raster uses"]
+
+
+def test_an_integral_nodata_value_is_not_reported(tmp_path):
+    pixels = np.array([0, 1, 2], np.uint8)
+    result = run(tmp_path, pixels, pixels, reference_raster={"nodata": 2})
+    assert result.alignment["reference_void_pixels"] == 1
+    assert not any("nodata value" in w for w in result.warnings)

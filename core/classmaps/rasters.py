@@ -341,6 +341,10 @@ def raster_confusion(
         if band.mask:
             warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
                             f"{role}")
+    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
+        message = _nodata_not_held(band)
+        if message:
+            warnings.append(f"{name}: {message}")
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
     alignment["pixel_area"] = areas.description
     for message in warnings:
@@ -592,6 +596,22 @@ def _agreement_codes(shape, valid, inside, scored, pred_index, ref_index, k) -> 
     codes[pred_index == k + 1] = 4
     agreement[scored] = codes
     return agreement
+
+
+def _nodata_not_held(band: RasterBand) -> str:
+    """A sentence when an integer band's nodata value is not a number the band can hold
+    (1.5 in Int16, 300 in Byte): no pixel equals it, so none is nodata, while GDAL's own mask
+    of a fractional value takes the truncated integer (1 for 1.5) as nodata. "" otherwise."""
+    dtype = np.dtype(band.dtype)
+    nodata = band.nodata
+    if nodata is None or dtype.kind not in "iu":
+        return ""
+    info = np.iinfo(dtype)
+    if math.isfinite(nodata) and float(nodata).is_integer() and info.min <= nodata <= info.max:
+        return ""
+    return (f"the band's nodata value {nodata!r} is not a value a {band.data_type} band "
+            f"holds: no pixel is taken as nodata (GDAL's mask of a fractional value takes "
+            f"its integer part); set the nodata value the raster uses")
 
 
 def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
