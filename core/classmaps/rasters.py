@@ -164,7 +164,8 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     """Describe band ``band`` of the raster ``path``.
 
     Raises ValueError naming ``name`` when GDAL cannot open it, the band does not exist or
-    holds complex numbers (not class codes). A raster without georeferencing has GDAL's default grid (origin 0, pixel size 1) and no CRS.
+    holds complex numbers (not class codes). A raster without georeferencing has GDAL's
+    default grid (origin 0, pixel size 1) and no CRS.
     """
     from osgeo import gdal
 
