@@ -88,15 +88,22 @@ def test_seed_example_and_agreement_raster(ioueval_provider, tmp_path):
     assert [round(report["per_class"][k]["iou"], 3) for k in "012"] == [0.951, 0.803, 0.703]
 
 
-@pytest.mark.parametrize("text", ["", "# only a comment\n", "forest,1\n", "0x10,hex\n"])
-def test_a_class_table_without_class_rows_is_named(ioueval_provider, tmp_path, text):
+@pytest.mark.parametrize("text, found", [
+    ("", "it is empty"),
+    ("# QGIS Generated Color Map Export File\nINTERPOLATION:EXACT\n",
+     "only comments and blank lines"),
+    ("forest,1\n", "only the line 'forest,1', taken as a header"),
+    ("0x10,hex\n", "only the line '0x10,hex', taken as a header"),
+])
+def test_a_class_table_without_class_rows_is_named(ioueval_provider, tmp_path, text, found):
     # A CLASS_NAMES file with no class row (empty, or one line read as a header) fixed the
     # classes to none: every value found was scored and the report said "file".
     from qgis.core import QgsProcessingException
 
     table = tmp_path / "classes.txt"
     table.write_text(text)
-    with pytest.raises(QgsProcessingException, match="CLASS_NAMES: .* holds no class row"):
+    with pytest.raises(QgsProcessingException,
+                       match=rf"CLASS_NAMES: .* holds no class row \({found}\)"):
         run({
             "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1], np.uint8)),
             "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1], np.uint8)),

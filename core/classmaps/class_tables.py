@@ -228,7 +228,9 @@ def read_class_table(path: str) -> list[tuple]:
         # An empty file, or a single line that is not a class row (names and values swapped,
         # a hexadecimal code): fixing the classes to none would silently score every value
         # found instead.
-        found = f"only the line {header!r}, taken as a header" if header else "no line"
+        found = (f"only the line {header!r}, taken as a header" if header else
+                 "only comments and blank lines" if any(line.strip() for line in lines) else
+                 "it is empty")
         raise ValueError(f"CLASS_NAMES: {path} holds no class row ({found}); give one "
                          f"'value,name' line per class")
     return rows
