@@ -151,7 +151,8 @@ def test_date_values_of_a_date_field_are_iso_text():
     # as Python's own date is, not "PyQt5.QtCore.QDate(2020, 1, 1)".
     import datetime
 
-    from qgis.PyQt.QtCore import QDate, QDateTime, QTime
+    qt = pytest.importorskip("qgis.PyQt.QtCore")
+    QDate, QDateTime, QTime = qt.QDate, qt.QDateTime, qt.QTime  # noqa: N806
 
     assert class_key(QDate(2020, 1, 1)) == class_key(datetime.date(2020, 1, 1)) == "2020-01-01"
     assert class_key(QDateTime(QDate(2020, 1, 1), QTime(6, 30))) == "2020-01-01 06:30:00"
