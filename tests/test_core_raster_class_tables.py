@@ -245,8 +245,8 @@ def test_a_nodata_value_an_integer_band_cannot_hold_is_reported(tmp_path, nodata
     assert result.counts.trace() == 3
     assert result.alignment["reference_void_pixels"] == 0
     assert [w for w in result.warnings if "nodata value" in w] == [
-        f"REFERENCE: the band's nodata value {float(nodata)!r} is not a value a "
-        f"{'Int16' if dtype is np.int16 else 'Byte'} band holds: no pixel is taken as nodata "
+        f"REFERENCE: the band's nodata value {float(nodata)!r} is not a value "
+        f"{'an Int16' if dtype is np.int16 else 'a Byte'} band holds: no pixel is taken as nodata "
         f"(GDAL's mask of a fractional value takes its integer part); set the nodata value "
         f"the raster uses"]
 

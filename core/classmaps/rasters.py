@@ -610,8 +610,9 @@ def _nodata_not_held(band: RasterBand) -> str:
     info = np.iinfo(dtype)
     if math.isfinite(nodata) and float(nodata).is_integer() and info.min <= nodata <= info.max:
         return ""
-    return (f"the band's nodata value {nodata!r} is not a value a {band.data_type} band "
-            f"holds: no pixel is taken as nodata (GDAL's mask of a fractional value takes "
+    article = "an" if band.data_type.startswith("I") else "a"  # an Int16, a UInt16, a Byte
+    return (f"the band's nodata value {nodata!r} is not a value {article} {band.data_type} "
+            f"band holds: no pixel is taken as nodata (GDAL's mask of a fractional value takes "
             f"its integer part); set the nodata value the raster uses")
 
 
