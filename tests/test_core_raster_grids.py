@@ -172,3 +172,24 @@ def test_an_engineering_crs_keeps_the_plane_area_in_square_metres(tmp_path):
     assert result.counts.trace() == 4
     assert result.areas_m2.sum() == pytest.approx(4 * (2 * 0.3048) ** 2, rel=1e-12)
     assert any("'site' is a local (engineering) CRS" in w for w in result.warnings)
+
+
+def test_a_full_disc_prediction_whose_corner_is_off_the_earth_is_scored(tmp_path):
+    # An orthographic (full-disc, as a geostationary cloud mask) prediction on a sphere of
+    # radius R centred on 30° N 10° E: its grid's corners lie off the Earth. The run raised
+    # "cannot convert float NaN to integer" (the grid shift); now every reference centre
+    # that the disc shows is scored: those with cos c = sin φ0 sin φ + cos φ0 cos φ
+    # cos(λ − λ0) > 0 (Snyder 1987, "Map Projections: A Working Manual", eq. 5-3).
+    radius = 6378137.0
+    ortho = f"+proj=ortho +lat_0=30 +lon_0=10 +R={radius} +units=m +no_defs"
+    predicted = write_raster(tmp_path / "p.tif", np.ones((200, 200), np.uint8),
+                             (-radius, radius / 100, 0, radius, 0, -radius / 100), crs=ortho)
+    reference = write_raster(tmp_path / "r.tif", np.ones((180, 360), np.uint8),
+                             (-180, 1, 0, 90, 0, -1), crs="+proj=longlat +R=6378137 +no_defs")
+    result = raster_confusion(open_band(predicted, 1, "PREDICTED"),
+                              open_band(reference, 1, "REFERENCE"))
+    lon, lat = np.meshgrid(np.radians(np.arange(360) - 179.5), np.radians(89.5 - np.arange(180)))
+    phi0, lam0 = np.radians(30), np.radians(10)
+    cos_c = np.sin(phi0) * np.sin(lat) + np.cos(phi0) * np.cos(lat) * np.cos(lon - lam0)
+    assert result.counts.sum() == np.count_nonzero(cos_c > 0)
+    assert result.alignment["subpixel_shift_reference_pixels"] is None

@@ -838,7 +838,10 @@ def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
     inv = invert_geotransform(ref_gt)
     col = inv[0] + origin[0] * inv[1] + origin[1] * inv[2]
     row = inv[3] + origin[0] * inv[4] + origin[1] * inv[5]
-    shift = [round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
+    # The predicted grid's corner may have no place in the reference CRS (the corner of a
+    # full-disc satellite or orthographic grid lies off the Earth): no shift is given then.
+    shift = ([round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
+             if math.isfinite(col) and math.isfinite(row) else None)
     scored = int(counts.sum())
     valid = scored + tally["outside_prediction"]
     same_grid = (
