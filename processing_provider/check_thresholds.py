@@ -7,9 +7,6 @@ from __future__ import annotations
 import json
 
 from qgis.core import (
-    QgsFeature,
-    QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingOutputNumber,
     QgsProcessingParameterBoolean,
@@ -24,7 +21,7 @@ from ..core.reports.thresholds import (
     parse_conditions,
 )
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING, NO_GEOMETRY
+from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING
 from .parameters import advanced, requested, table_sink, with_help
 
 HELP = """
@@ -167,30 +164,9 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
     def _write_table(self, parameters, context, results) -> dict:
         if not requested(parameters, self.OUTPUT):
             return {}
-        fields = QgsFields()
-        for name, kind in (
-            ("condition", FIELD_STRING),
-            ("key", FIELD_STRING),
-            ("operator", FIELD_STRING),
-            ("threshold", FIELD_DOUBLE),
-            ("value", FIELD_DOUBLE),
-            ("passed", FIELD_BOOL),
-            ("skipped", FIELD_BOOL),
-        ):
-            fields.append(QgsField(name, kind))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
-        features = []
-        for r in results:
-            feature = QgsFeature()
-            feature.setAttributes(
-                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
-                 bool(r.skipped)]
-            )
-            features.append(feature)
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-        return {self.OUTPUT: dest_id}
+        fields = (("condition", FIELD_STRING), ("key", FIELD_STRING), ("operator", FIELD_STRING),
+                  ("threshold", FIELD_DOUBLE), ("value", FIELD_DOUBLE), ("passed", FIELD_BOOL),
+                  ("skipped", FIELD_BOOL))
+        rows = ([r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
+                 bool(r.skipped)] for r in results)
+        return {self.OUTPUT: self.write_table(parameters, self.OUTPUT, context, fields, rows)}

@@ -48,10 +48,15 @@ PIXELS_PER_FIELD = {
 #: The parameters of the tables of model answers (model_text_parameters.py), shared by
 #: ioueval:parsemodeloutput and ioueval:spatialmatch.
 MODEL_TEXT = {
-    "COORDINATE_FORMAT": "How plain numbers (JSON lists, bbox keys, polygons, WKT) are read: "
-    "pixels, fractions 0-1, a 0-1000 grid (x or y first), percent, or map coordinates. A token "
-    "syntax (<loc_N>, <|box_start|>...) always uses its own. Default: auto, with a warning "
-    "when the reading is ambiguous.",
+    "COORDINATE_FORMAT": "How numbers are read: pixels, fractions 0-1, a 0-1000 grid (x or y "
+    "first), percent, or map coordinates. Default: auto, each model syntax with its own "
+    "convention, plain numbers by their range (a warning when ambiguous); a bare list in "
+    "prose is then no geometry. A chosen format also reads bare lists in prose and replaces a "
+    "syntax's convention, except loc and bin tokens and Gemini's box_2d / point, whose "
+    "convention the model fixes.",
+    "PADDED_SQUARE": "The model saw the image padded to a square (LLaVA-1.5, Shikra): its "
+    "fractions are of that square, and the padding is undone with the image width and height. "
+    "Default: off.",
     "IMAGE_WIDTH_FIELD": "Width of each row's image in pixels: normalised coordinates become "
     "pixels, and pixel geometries outside the image are flagged out_of_bounds.",
     "IMAGE_HEIGHT_FIELD": "Height of each row's image in pixels (see the width field).",

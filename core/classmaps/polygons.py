@@ -121,7 +121,24 @@ def polygon_class_confusion(
     keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
     spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
     classes = confusion.ClassTable([spelling[key] for key in keys])
-    k = classes.k
+    areas = _area_matrix(ref_parts, pred_parts, keys, step)
+    alignment = _alignment(ea_crs, extent, extent_kind, (ref, ref_labels, ref_parts),
+                           (pred, pred_labels, pred_parts), areas)
+    warnings += _class_warnings((ref_labels, ref_parts), (pred_labels, pred_parts))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
+    if nothing:
+        warnings.append(nothing)
+    for message in warnings:
+        logger.warning(message)
+    return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _area_matrix(ref_parts, pred_parts, keys, step) -> np.ndarray:
+    """The (K + 2, K) matrix of areas in m² (rows = prediction classes, OTHER, NO_PREDICTION;
+    columns = reference classes, in the order of ``keys``) from the class parts of both
+    layers: their overlaps, and the reference ground no predicted polygon covers."""
+    k = len(keys)
     areas = confusion.new_matrix(k, np.float64)
     position = {key: i for i, key in enumerate(keys)}
     r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
@@ -139,8 +156,15 @@ def polygon_class_confusion(
         )
     areas[k + 1, r_pos] = np.maximum(ref_parts.area_m2 - covered, 0.0)
     step(0.95, 1.0)(1.0)
+    return areas
 
-    alignment = {
+
+def _alignment(ea_crs, extent, extent_kind: str, reference, predicted, areas) -> dict:
+    """The report's "alignment": the CRS and area compared, each layer's area, rows and
+    overlaps (``reference``, ``predicted``: (prepared layer, labels, class parts))."""
+    (ref, ref_labels, ref_parts), (pred, pred_labels, pred_parts) = reference, predicted
+    k = areas.shape[1]
+    return {
         "equal_area_crs": crs_label(ea_crs),
         "extent": extent_kind,
         "area_compared_m2": float(extent.area) if extent is not None else 0.0,
@@ -154,26 +178,26 @@ def polygon_class_confusion(
         "reference_overlaps": ref_parts.overlaps(),
         "predicted_overlaps": pred_parts.overlaps(),
     }
-    for name, parts in (("reference", ref_parts), ("predicted", pred_parts)):
+
+
+def _class_warnings(reference, predicted) -> list:
+    """Warnings about the classes of each layer (``reference``, ``predicted``: (labels, class
+    parts)): ground of several classes, polygons without a class."""
+    warnings = []
+    for name, (_, parts) in (("reference", reference), ("predicted", predicted)):
         between = parts.overlaps()["between_classes_m2"]
         if between > 0:
             warnings.append(
                 f"the {name} layer has polygons of different classes on the same ground "
                 f"({between:.1f} m²): that ground counts once in each of its classes"
             )
-    for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
+    for name, (labels, _) in (("reference", reference), ("predicted", predicted)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
             warnings.append(f"{count_of(missing, f'{name} polygon')} "
                             f"{plural(missing, 'has', 'have')} no class value and "
                             f"{plural(missing, 'is', 'are')} not scored")
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
-                                (ref_labels, pred_labels))
-    if nothing:
-        warnings.append(nothing)
-    for message in warnings:
-        logger.warning(message)
-    return PolygonClassConfusion(classes, areas, alignment, warnings)
+    return warnings
 
 
 def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,

@@ -278,6 +278,43 @@ def raster_confusion(
     tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
                    areas, agreement=bool(agreement_path))
 
+    _stream(predicted, reference, locate, tally, agreement_path, block_pixels, progress)
+    tally.finish()
+    classes, warnings = tally.classes, tally.warnings
+    if not class_table:
+        for band in (reference, predicted):
+            for k, value in enumerate(classes.values):
+                if not classes.names[k]:
+                    classes.names[k] = band.class_names.name(value)
+    warnings.extend(_shared_names(classes))
+    for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
+        if band.class_names.note and not class_table:
+            warnings.append(f"{name}: {band.class_names.note}")
+    if areas.note:
+        warnings.append(areas.note)
+    if not tally.counts.sum():
+        warnings.append(_nothing_scored(tally.pixels))
+    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
+                             ("REFERENCE", reference, "are left out as nodata")):
+        if band.mask:
+            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
+                            f"{role}")
+    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
+        message = _nodata_not_held(band)
+        if message:
+            warnings.append(f"{name}: {message}")
+    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
+    alignment["pixel_area"] = areas.description
+    for message in warnings:
+        logger.warning(message)
+    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _stream(predicted: RasterBand, reference: RasterBand, locate, tally, agreement_path,
+            block_pixels: int, progress) -> None:
+    """Read the reference in blocks of lines and the prediction under each block into the
+    tally (``_Tally``), writing the agreement raster alongside (removed when a block fails
+    or the run is canceled); GDAL's block cache is dropped after each tile row."""
     from osgeo import gdal
 
     gdal.UseExceptions()
@@ -322,35 +359,6 @@ def raster_confusion(
         raise
     if writer is not None:
         writer.close()
-    tally.finish()
-    classes, warnings = tally.classes, tally.warnings
-    if not class_table:
-        for band in (reference, predicted):
-            for k, value in enumerate(classes.values):
-                if not classes.names[k]:
-                    classes.names[k] = band.class_names.name(value)
-    warnings.extend(_shared_names(classes))
-    for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
-        if band.class_names.note and not class_table:
-            warnings.append(f"{name}: {band.class_names.note}")
-    if areas.note:
-        warnings.append(areas.note)
-    if not tally.counts.sum():
-        warnings.append(_nothing_scored(tally.pixels))
-    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
-                             ("REFERENCE", reference, "are left out as nodata")):
-        if band.mask:
-            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
-                            f"{role}")
-    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
-        message = _nodata_not_held(band)
-        if message:
-            warnings.append(f"{name}: {message}")
-    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
-    alignment["pixel_area"] = areas.description
-    for message in warnings:
-        logger.warning(message)
-    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
 
 
 def _shared_names(classes) -> list[str]:

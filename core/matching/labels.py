@@ -1,10 +1,10 @@
 """Class and group labels: normalising them and deciding which pairs may match.
 
 Groups (image or tile ids) restrict matching to the same group. Classes follow GroundSet's
-taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
-whose class equals its own or is an ancestor of it ("a valid child class answers a query for
-its parent"). Class names follow one rule everywhere (matching, per-class counts, average
-precision, the taxonomy, polygon and raster class maps): Unicode normalisation form C
+taxonomy-aware rule (Ferrod et al. 2026, "GroundSet", arXiv:2603.14609): a prediction may match
+a reference whose class equals its own or is an ancestor of it ("a valid child class answers a
+query for its parent"). Class names follow one rule everywhere (matching, per-class counts,
+average precision, the taxonomy, polygon and raster class maps): Unicode normalisation form C
 (NFC: "Forêt" typed as one character or as "e" and a combining accent is one class), then
 surrounding spaces stripped, then Unicode caseless matching (``str.casefold``: "STRASSE" and
 "straße" are one class). Group labels take the same rule without the casefold. The missing

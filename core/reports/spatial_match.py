@@ -25,9 +25,15 @@ DEFINITIONS = (
                "IoU over scored rows", "", "Spatial IoU guide for LLM-generated geometries"),
     Definition("acc_at_τ", "Share of scored rows whose best IoU is at least τ",
                "count(best_iou ≥ τ) / count_scored"),
-    Definition("cumulative_iou", "Sum of intersections over sum of unions of the best pairs; a "
-               "row without answer adds its expected area to the unions",
-               "Σ |A ∩ E| / Σ |A ∪ E|"),
+    Definition("cumulative_iou", "Sum of intersections over sum of unions over scored rows, "
+               "the cumulative IoU of referring-expression benchmarks: a row without an "
+               "answer adds its expected area to the unions, and a row that expects nothing "
+               "adds the area answered there (a correct rejection adds nothing). One "
+               "difference: where a row has several answered or expected geometries, its "
+               "intersection and union are those of its best pair, where the benchmark "
+               "takes the union of each side's masks",
+               "Σ |A ∩ E| / Σ |A ∪ E|",
+               "GRES: Generalized Referring Expression Segmentation (gRefCOCO's cIoU)"),
     Definition("dice_mean, giou_mean", "Means of the best pair's Dice and GIoU (enclosing "
                "shape: the smallest axis-aligned box); no answer polygon: Dice 0, GIoU -1",
                "Dice = 2 IoU / (1 + IoU); GIoU = IoU − |C \\ (A ∪ E)| / |C|",
