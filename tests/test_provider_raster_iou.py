@@ -112,6 +112,25 @@ def test_a_class_table_without_class_rows_is_named(ioueval_provider, tmp_path, t
         })
 
 
+@pytest.mark.parametrize("extension", ["vrt", "png"])
+def test_an_agreement_raster_gdal_cannot_write_block_by_block_is_named(ioueval_provider,
+                                                                      tmp_path, extension):
+    # A .vrt holds no pixels (the run ended in GDAL's RuntimeError "Writing through
+    # VRTSourcedRasterBand is not supported"); a .png got a GeoTIFF under its name.
+    from qgis.core import QgsProcessingException
+
+    agreement = tmp_path / f"agreement.{extension}"
+    with pytest.raises(QgsProcessingException,
+                       match=rf"AGREEMENT_RASTER: .*cannot write a \.{extension} file"):
+        run({
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1], np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1], np.uint8)),
+            "AGREEMENT_RASTER": str(agreement),
+            **outputs(tmp_path),
+        })
+    assert not agreement.exists()
+
+
 def test_bad_ignore_values_named(ioueval_provider, tmp_path):
     from qgis.core import QgsProcessingException
 

@@ -264,7 +264,8 @@ def raster_confusion(
 
     Raises ValueError when exactly one raster has a CRS, the CRSs cannot be transformed,
     ``transform_error_px`` is negative, two values of a class table are one number at a
-    raster's precision, or the rasters hold more than ``MAX_CLASSES`` distinct values.
+    raster's precision, the rasters hold more than ``MAX_CLASSES`` distinct values, or
+    ``agreement_path`` names a format GDAL cannot write block by block (.vrt, .png, .jpg).
     """
     if (predicted.crs is None) != (reference.crs is None):
         raise ValueError(
@@ -788,18 +789,31 @@ def band_pixel_areas(band: RasterBand) -> PixelAreas:
 
 def _driver_for(path: str):
     """The GDAL driver that creates files with the extension of ``path`` (GeoTIFF when the
-    extension is .tif, missing, or no creating driver claims it)."""
+    extension is .tif, missing, or no raster driver claims it).
+
+    Raises ValueError (naming AGREEMENT_RASTER) when the extension is a raster format that
+    cannot be written block by block: a VRT holds no pixels of its own (GDAL refuses to
+    write through it), and drivers that only copy a finished raster (PNG, JPEG, ASCII
+    grid...) would get a GeoTIFF under their extension."""
     from osgeo import gdal
 
     extension = os.path.splitext(path)[1].lower().lstrip(".")
     if extension and extension not in ("tif", "tiff"):
+        copy_only = []
         for k in range(gdal.GetDriverCount()):
             driver = gdal.GetDriver(k)
             metadata = driver.GetMetadata() or {}
-            if (metadata.get(gdal.DCAP_RASTER) == "YES"
-                    and metadata.get(gdal.DCAP_CREATE) == "YES"
-                    and extension in (metadata.get(gdal.DMD_EXTENSIONS) or "").split()):
+            if (metadata.get(gdal.DCAP_RASTER) != "YES"
+                    or extension not in (metadata.get(gdal.DMD_EXTENSIONS) or "").split()):
+                continue
+            if metadata.get(gdal.DCAP_CREATE) == "YES" and driver.ShortName != "VRT":
                 return driver
+            copy_only.append(driver.ShortName)
+        if copy_only:
+            raise ValueError(
+                f"AGREEMENT_RASTER: {path}: GDAL cannot write a .{extension} file "
+                f"({', '.join(copy_only)}) block by block; give a .tif (GeoTIFF), .gpkg or "
+                f".img name")
     return gdal.GetDriverByName("GTiff")
 
 
