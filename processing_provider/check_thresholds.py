@@ -14,7 +14,12 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
-from ..core.reports.thresholds import check_conditions, failure_message, parse_conditions
+from ..core.reports.thresholds import (
+    check_conditions,
+    checked_nothing,
+    failure_message,
+    parse_conditions,
+)
 from .base import IoUEvaluationAlgorithm
 from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING
 from .parameters import advanced, requested, table_sink, with_help
@@ -43,7 +48,8 @@ is null in the report (an undefined metric) fails its condition, and a wildcard 
 value it reaches, nulls included: <code>per_class.*.iou &gt;= 0.5</code> fails on a class
 absent from both maps (its IoU is null). A <code>?</code> after the key skips null values
 instead: <code>per_class.*.iou? &gt;= 0.5</code> checks the classes that have an IoU and lists
-the others as skipped (SKIPPED_COUNT).</li>
+the others as skipped (SKIPPED_COUNT). A condition all of whose values are null checks
+nothing: the run says so in a warning.</li>
 </ul>
 <p>A condition that cannot be read, or a key the report does not have, stops the run with a
 message naming it (and the keys that are there).</p>
@@ -139,6 +145,11 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
                 f"{verdict}  {r.path} = {'null' if r.value is None else r.value} "
                 f"({r.operator} {r.threshold:g})"
             )
+        for condition in checked_nothing(results):
+            # Not a pass: every value the condition reaches is null, so it checked nothing.
+            feedback.pushWarning(
+                f"{condition}: every value it reaches is null and was skipped ('?'): this "
+                f"condition checked nothing")
         if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
             # One line: QGIS shows an exception up to three times (log, error, qgis_process)
             head, *lines = failure_message(results).splitlines()

@@ -19,6 +19,7 @@ from ..core.matching.grouping import parse_size_bins
 from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
+from ..core.util.checks import is_missing
 from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
@@ -551,30 +552,28 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
 
     def _reference_ids(self, feedback, fields, reference, reference_source):
         """(the id of each reference row, which keys the per-field table, and its QgsField):
-        the REFERENCE_ID_FIELD's values (a warning when they repeat), else the feature ids."""
+        the REFERENCE_ID_FIELD's values (warnings when they are NULL or repeat), else the
+        feature ids."""
         id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
         if id_index < 0:
             return reference.feature_ids.tolist(), QgsField("ref_fid", FIELD_LONG)
         ref_ids = [attrs[id_index] for attrs in reference.attributes]
-        if len(set(map(str, ref_ids))) < len(ref_ids):
-            feedback.pushWarning(
-                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
-                "the per-field table cannot be joined back one to one"
-            )
+        for message in _id_warnings(
+                "REFERENCE_ID_FIELD", fields[self.REFERENCE_ID_FIELD][0], ref_ids, "reference",
+                "the per-field table cannot be joined back one to one"):
+            feedback.pushWarning(message)
         return ref_ids, QgsField(reference_source.fields().at(id_index))
 
     def _predicted_ids(self, feedback, fields, predicted, predicted_source):
-        """(the PREDICTED_ID_FIELD's value of each prediction and its QgsField; a warning when
-        they repeat), or (None, None) without that field."""
+        """(the PREDICTED_ID_FIELD's value of each prediction and its QgsField; warnings when
+        they are NULL or repeat), or (None, None) without that field."""
         if self.PREDICTED_ID_FIELD not in fields:
             return None, None
         pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
         pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
-        if len(set(map(str, pred_ids))) < len(pred_ids):
-            feedback.pushWarning(
-                f"PREDICTED_ID_FIELD: {pred_name} has repeated values: pred_id does not "
-                "name one prediction (pred_fid does)"
-            )
+        for message in _id_warnings("PREDICTED_ID_FIELD", pred_name, pred_ids, "prediction",
+                                    "pred_id does not name one prediction (pred_fid does)"):
+            feedback.pushWarning(message)
         return pred_ids, QgsField(predicted_source.fields().at(pred_index))
 
     def _report(self, parameters, context, evaluation, fields, layers, study_area,
@@ -595,6 +594,23 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             extras=report_extras(evaluation, ref_ids),
             reproduce=reproduce(self, parameters, context),
         )
+
+
+def _id_warnings(parameter: str, field_name: str, ids: list, what: str, consequence: str):
+    """Warnings for an id field whose values do not name one row each: NULL ids (counted,
+    never taken for one repeated value) and values that repeat among the others."""
+    missing = sum(1 for value in ids if is_missing(value))
+    present = [str(value) for value in ids if not is_missing(value)]
+    repeated = len(present) - len(set(present))
+    messages = []
+    if missing:
+        messages.append(f"{parameter}: {field_name} is NULL on {count_of(missing, what)}: "
+                        f"{consequence}")
+    if repeated:
+        messages.append(f"{parameter}: {field_name} has repeated values "
+                        f"({count_of(repeated, 'row')} {plural(repeated, 'repeats', 'repeat')} an "
+                        f"earlier value): {consequence}")
+    return messages
 
 
 class _OutputWriter:

@@ -186,6 +186,20 @@ def test_an_empty_layer_is_named_as_the_reason_nothing_is_compared():
     assert not any("extents do not overlap" in w for w in result.warnings)
 
 
+@pytest.mark.parametrize("reference_classes, reason", [
+    ([None, "  "], "none of the 2 reference polygons has a class value"),
+    ([None], "the reference layer's only polygon has no class value"),
+])
+def test_a_layer_without_any_class_value_is_named_as_the_reason(reference_classes, reason):
+    # The two layers lie on the same ground: the reason is the missing classes, not the
+    # extents (which were said not to overlap).
+    squares = [shapely.box(10 * k, 0, 10 * k + 10, 10) for k in range(len(reference_classes))]
+    result = polygon_class_confusion(squares, ["a"] * len(squares), squares, reference_classes)
+    assert result.areas_m2.sum() == 0
+    assert any(f"{reason}: nothing is compared" in w for w in result.warnings)
+    assert not any("extents do not overlap" in w for w in result.warnings)
+
+
 def test_float32_class_values_match_as_numbers_and_float32_nan_is_no_class():
     # A float32 column (numpy, GDAL, pandas): 3.0 is the class "3", NaN is no class. Before,
     # np.float32 was neither a float nor missing: classes "3.0" and "nan" appeared.

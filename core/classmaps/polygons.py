@@ -125,7 +125,8 @@ def polygon_class_confusion(
     alignment = _alignment(ea_crs, extent, extent_kind, (ref, ref_labels, ref_parts),
                            (pred, pred_labels, pred_parts), areas)
     warnings += _class_warnings((ref_labels, ref_parts), (pred_labels, pred_parts))
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
     if nothing:
         warnings.append(nothing)
     for message in warnings:
@@ -199,9 +200,11 @@ def _class_warnings(reference, predicted) -> list:
     return warnings
 
 
-def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
-    """Why the matrix is empty (None when it is not): an empty layer, an empty area
-    compared, or no classed reference ground inside it."""
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,
+                      labels=None) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, a layer none of whose
+    polygons has a class (``labels``: the reference's and the prediction's normalised labels),
+    an empty area compared, or no classed reference ground inside it."""
     if total_m2 > 0:
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
@@ -209,6 +212,13 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
             return (f"the {name} layer has no polygon to score "
                     f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
+    for name, layer_labels in zip(("reference", "predicted"), labels or ()):
+        if not np.any(layer_labels != MISSING):
+            which = (f"the {name} layer's only polygon has no class value"
+                     if len(layer_labels) == 1 else
+                     f"none of the {count_of(len(layer_labels), f'{name} polygon')} has a "
+                     f"class value")
+            return f"{which}: nothing is compared"
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
             return "the study area has no polygon: nothing is compared"

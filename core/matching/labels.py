@@ -25,12 +25,23 @@ from ..util.checks import is_missing
 MISSING = ""
 
 
+#: Methods of Qt's date and time values (QDateTime, QDate, QTime, duck-typed: core never
+#: imports qgis) that give Python's ``datetime`` objects.
+_PY_DATE_METHODS = ("toPyDateTime", "toPyDate", "toPyTime")
+
+
 def label_text(value, *, casefold: bool) -> str:
     """The one normalised form of a label: numbers as text (12, 12.0 and "12" are "12"),
+    dates and times (Python's or Qt's, from a date field) as ISO 8601 text ("2020-01-01"),
     then NFC, then stripped, then (``casefold``) casefolded; missing values (None, NaN,
     NULL, blank) ``MISSING``."""
     if is_missing(value):
         return MISSING
+    for method in _PY_DATE_METHODS:  # a QDate, QDateTime or QTime from a date field
+        convert = getattr(value, method, None)
+        if callable(convert):
+            value = convert()  # datetime.date etc.: str() is ISO 8601, "2020-01-01"
+            break
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)  # 12.0, np.float32(12) -> "12"
     text = unicodedata.normalize("NFC", str(value)).strip()
