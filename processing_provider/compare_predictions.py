@@ -351,7 +351,7 @@ def _layer_description(layer, features) -> dict:
     crs = layer.crs()
     return {
         "source": layer.publicSource(),
-        "layer_name": layer.name(),
+        "layer_name": _layer_name(layer),
         "crs": (crs.authid() or crs.description() or None) if crs.isValid() else None,
         "feature_count": len(features.feature_ids),
         "selected_features_only": False,
