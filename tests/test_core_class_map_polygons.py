@@ -251,3 +251,21 @@ def test_rows_without_class_never_move_the_result(rows):
     assert full.areas_m2 == pytest.approx(classed.areas_m2)
     assert full.alignment["area_compared_m2"] == pytest.approx(
         classed.alignment["area_compared_m2"])
+
+
+def test_a_tiling_of_classes_reports_no_overlap_of_rounding_size():
+    # 100 unit cells of lon/lat 0.01° (about 1.2 km² each) in alternating classes tile the
+    # ground: no ground is covered twice, so both overlap areas are exactly 0 and no
+    # warning says otherwise (the sums of the reprojected areas and their union differ by
+    # rounding only, ~1e-9 m², which used to be reported, even as a negative area).
+    cells = [shapely.box(10 + 0.01 * i, 45 + 0.01 * j, 10 + 0.01 * (i + 1), 45 + 0.01 * (j + 1))
+             for i in range(10) for j in range(10)]
+    classes = [("a", "b", "c")[(i * 7 + j * 3) % 3] for i in range(10) for j in range(10)]
+    result = polygon_class_confusion(cells, classes, cells, classes, predicted_crs="EPSG:4326",
+                                     reference_crs="EPSG:4326")
+    for side in ("reference_overlaps", "predicted_overlaps"):
+        overlaps = result.alignment[side]
+        assert overlaps["between_classes_m2"] == 0.0
+        assert overlaps["within_classes_m2"] == 0.0
+        assert overlaps["class_pairs"] == []
+    assert not any("same ground" in w for w in result.warnings)
