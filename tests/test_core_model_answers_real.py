@@ -1,0 +1,78 @@
+"""Model answers as users, model cards and tutorials printed them (issue 25, second round):
+each defect found by feeding real answers through ``parse_answer``, with the answer string
+quoted with its source and the coordinates worked out by hand from the documented
+convention."""
+
+from iou_evaluation.core.text.model_text import parse_answer
+
+
+def boxes(answer):
+    return [tuple(round(v, 6) for v in r.geometry.bounds) for r in answer.usable]
+
+
+# --- Labels in a list parallel to the geometries ----------------------------------------------
+
+def test_florence2_post_processed_od_keeps_each_label():
+    # Florence-2's post_process_generation for <OD> on the model card's car.jpg (640 × 480), as
+    # a Florence-2 tutorial printed it (format per the microsoft/Florence-2-large model card:
+    # "{'<OD>': {'bboxes': [[x1, y1, x2, y2], ...], 'labels': ['label1', 'label2', ...]} }");
+    # pixel coordinates of the image, so each box is its four numbers as written
+    text = ("{'<OD>': {'bboxes': [[34.23999786376953, 160.0800018310547, 597.4400024414062, "
+            "371.7599792480469], [272.32000732421875, 242.1599884033203, 303.67999267578125, "
+            "246.95999145507812], [454.0799865722656, 276.7200012207031, 553.9199829101562, "
+            "370.79998779296875], [96.31999969482422, 280.55999755859375, 198.0800018310547, "
+            "371.2799987792969]], 'labels': ['car', 'door handle', 'wheel', 'wheel']}}")
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert [r.label for r in answer.usable] == ["car", "door handle", "wheel", "wheel"]
+    assert answer.usable[0].geometry.bounds == (34.23999786376953, 160.0800018310547,
+                                                 597.4400024414062, 371.7599792480469)
+    assert answer.usable[3].geometry.bounds == (96.31999969482422, 280.55999755859375,
+                                                 198.0800018310547, 371.2799987792969)
+
+
+def test_florence2_open_vocabulary_and_grounding_labels():
+    # IDEA-Research Grounded-SAM-2, grounded_sam2_florence2_image_demo.py ("Florence-2
+    # Open-Vocabulary Detection Output Format"): the label list is "bboxes_labels"
+    text = ("{'<OPEN_VOCABULARY_DETECTION>': {'bboxes': [[34.23999786376953, 159.1199951171875, "
+            "582.0800170898438, 374.6399841308594]], 'bboxes_labels': ['A green car'], "
+            "'polygons': [], 'polygons_labels': []}}")
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert [r.label for r in answer.usable] == ["A green car"]
+    assert boxes(answer) == [(34.239998, 159.119995, 582.080017, 374.639984)]
+    # <CAPTION_TO_PHRASE_GROUNDING>, from the same tutorial's printout: one phrase per box
+    text = ("{'<CAPTION_TO_PHRASE_GROUNDING>': {'bboxes': [[34.880001068115234, "
+            "158.63999938964844, 583.3599853515625, 374.6399841308594], [0.3199999928474426, "
+            "4.079999923706055, 639.0399780273438, 305.03997802734375]], 'labels': ['A green "
+            "car', 'a yellow building']}}")
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert [r.label for r in answer.usable] == ["A green car", "a yellow building"]
+
+
+def test_florence2_region_proposal_empty_labels_are_no_labels_not_the_task_token():
+    # <REGION_PROPOSAL> writes empty labels (model card: "'labels': ['', '', ...]"); the task
+    # token "<REGION_PROPOSAL>" is the answer's wrapper, not an object's label
+    text = "{'<REGION_PROPOSAL>': {'bboxes': [[10.0, 20.0, 30.0, 40.0]], 'labels': ['']}}"
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert boxes(answer) == [(10, 20, 30, 40)]
+    assert answer.usable[0].label is None
+
+
+def test_florence2_ocr_with_region_quad_boxes_are_quadrilaterals_with_their_text():
+    # <OCR_WITH_REGION> (model card format: {'quad_boxes': [[x1, y1, x2, y2, x3, y3, x4, y4],
+    # ...], 'labels': ['text1', ...]}): the four corners in pixels, clockwise from top-left
+    text = ("{'<OCR_WITH_REGION>': {'quad_boxes': [[167.0, 50.25, 375.0, 50.25, 375.0, 114.25, "
+            "167.0, 114.25]], 'labels': ['CUDA']}}")
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    (record,) = answer.usable
+    assert record.label == "CUDA" and record.kind == "polygon"
+    assert record.geometry.area == (375.0 - 167.0) * (114.25 - 50.25)
+
+
+def test_grounding_dino_boxes_with_phrases():
+    # Grounding DINO's callers return boxes with a parallel list of phrases (groundingdino
+    # util/inference.py predict: boxes, logits, phrases), an agent passing them on as JSON
+    text = ('{"boxes": [[100, 200, 300, 400], [10, 20, 30, 40]], "phrases": ["car", "dog"], '
+            '"logits": [0.5, 0.4]}')
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert [(r.label, tuple(r.geometry.bounds)) for r in answer.usable] == [
+        ("car", (100, 200, 300, 400)), ("dog", (10, 20, 30, 40))]
