@@ -76,3 +76,30 @@ def test_grounding_dino_boxes_with_phrases():
     answer = parse_answer(text, "pixel_xyxy", 640, 480)
     assert [(r.label, tuple(r.geometry.bounds)) for r in answer.usable] == [
         ("car", (100, 200, 300, 400)), ("dog", (10, 20, 30, 40))]
+
+
+# --- JSON slips: comments, Python literals -----------------------------------------------------
+
+def test_json_with_line_and_block_comments_is_read_and_repaired():
+    # GPT-4o-style answers annotate their JSON ("// the red car"); a comment inside an
+    # object made the whole object unreadable, and its box was then dropped as prose numbers
+    text = '```json\n{\n  "bbox_2d": [100, 200, 300, 400], // the red car\n  "label": "car"\n}\n```'
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert boxes(answer) == [(100, 200, 300, 400)]
+    assert answer.usable[0].label == "car"
+    assert answer.usable[0].status == "repaired" and "comments" in answer.usable[0].reason
+    text = '[{"bbox_2d": [100, 200, 300, 400], "label": "car" /* main */}]'
+    answer = parse_answer(text, "pixel_xyxy", 640, 480)
+    assert boxes(answer) == [(100, 200, 300, 400)] and answer.usable[0].status == "repaired"
+
+
+def test_python_repr_nan_is_read_and_words_inside_labels_are_kept():
+    # str() of a Python dict writes nan for a missing score; the box is still there
+    answer = parse_answer("{'label': 'car', 'bbox_2d': [100, 200, 300, 400], 'score': nan}",
+                          "pixel_xyxy", 640, 480)
+    assert boxes(answer) == [(100, 200, 300, 400)] and answer.usable[0].status == "repaired"
+    # Python's True / None are JSON's true / null outside strings only: a label is as written
+    # (it was "true north arrow")
+    answer = parse_answer("[{'bbox_2d': [100, 200, 300, 400], 'label': 'True north arrow', "
+                          "'occluded': None}]", "pixel_xyxy", 640, 480)
+    assert [r.label for r in answer.usable] == ["True north arrow"]

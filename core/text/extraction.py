@@ -252,7 +252,8 @@ _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
 NO_GEOMETRY_JSON = "JSON without a geometry in a form this tool reads"
-MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
+MALFORMED = ("malformed JSON repaired (trailing commas, comments, single quotes or Python "
+             "literals)")
 PROSE_NUMBERS = ("bracketed numbers in prose were not read as geometry (COORDINATE_FORMAT "
                  "auto reads a bare list only where it stands alone)")
 
@@ -322,22 +323,42 @@ def _after_nested(text: str, k: int) -> int:
     return len(text)
 
 
-_PY_STRING = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+#: The tokens of a JSON-like span that ``lenient`` keeps apart: strings in single or double
+#: quotes, and comments (// to the end of the line; /* … */, an unclosed one to the end).
+_LENIENT_TOKENS = re.compile(
+    r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|(//[^\n]*|/\*.*?(?:\*/|\Z))",
+    re.DOTALL)
+_PY_LITERALS = {"None": "null", "True": "true", "False": "false", "nan": "NaN",
+                "inf": "Infinity"}
+_PY_LITERAL = re.compile(r"\b(?:None|True|False|nan|inf)\b")
+
+
+def _lenient_outside(part: str) -> str:
+    """Text outside strings and comments: Python literals as JSON's, trailing commas gone."""
+    part = _PY_LITERAL.sub(lambda m: _PY_LITERALS[m.group(0)], part)
+    return re.sub(r",\s*([\]}])", r"\1", part)
 
 
 def lenient(span: str):
-    """A balanced JSON-like span with common slips fixed (trailing commas; Python's quotes,
-    None, True, False: a label in double quotes may hold an apostrophe), decoded; None if it
-    still is not JSON."""
-    def quote(match):
-        if match.group(1) is None:
-            return match.group(0)  # a JSON string already (it may hold an apostrophe)
-        return json.dumps(match.group(1).replace("\\'", "'"))
-
-    fixed = _PY_STRING.sub(quote, span)
-    fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
-    fixed = re.sub(r"\bNone\b", "null", fixed)
-    fixed = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", fixed))
+    """A balanced JSON-like span with common slips fixed (trailing commas; comments; Python's
+    quotes, None, True, False, nan, inf: a label in double quotes may hold an apostrophe, and
+    words inside strings are left as written), decoded; None if it still is not JSON."""
+    pieces, outside, k = [], [], 0
+    for match in _LENIENT_TOKENS.finditer(span):
+        outside.append(span[k:match.start()])
+        k = match.end()
+        if match.group(3) is not None:  # a comment
+            outside.append(" ")
+            continue
+        pieces.append(_lenient_outside("".join(outside)))
+        outside = []
+        if match.group(1) is not None:
+            pieces.append(json.dumps(match.group(1).replace("\\'", "'")))
+        else:
+            pieces.append(match.group(0))  # a JSON string already (it may hold an apostrophe)
+    outside.append(span[k:])
+    pieces.append(_lenient_outside("".join(outside)))
+    fixed = "".join(pieces)
     if fixed == span:
         return None
     try:
