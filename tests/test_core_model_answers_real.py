@@ -103,3 +103,19 @@ def test_python_repr_nan_is_read_and_words_inside_labels_are_kept():
     answer = parse_answer("[{'bbox_2d': [100, 200, 300, 400], 'label': 'True north arrow', "
                           "'occluded': None}]", "pixel_xyxy", 640, 480)
     assert [r.label for r in answer.usable] == ["True north arrow"]
+
+
+# --- A geometry present, the answer marked failed -------------------------------------------
+
+def test_qwen2_vl_box_tag_around_one_pair_is_a_point():
+    # ms-swift's custom dataset docs, as quoted in modelscope/ms-swift issue 3511: a Qwen2-VL
+    # GUI answer "Action: click(start_box='<|box_start|>(246,113)<|box_end|>')" (0–1000):
+    # on a 2000 × 1000 screenshot the click is at (246 · 2, 113 · 1) = (492, 113)
+    answer = parse_answer("Action: click(start_box='<|box_start|>(246,113)<|box_end|>')",
+                          "auto", 2000, 1000)
+    (record,) = answer.usable
+    assert record.kind == "point" and tuple(record.geometry.coords[0]) == (492, 113)
+    assert record.status == "parsed"
+    # cut off after one pair, it may be a box cut short: still a failure with its reason
+    answer = parse_answer("<|box_start|>(764,25)", "auto", 1000, 1000)
+    assert answer.usable == [] and "unclosed" in answer.reason

@@ -112,7 +112,9 @@ def _per(numbers, size, kind, start, end, convention, label, what):
 
 
 def _tag_reader(open_tag, close_tag, ref=None, *, size=4, kind="box",
-                convention="normalized_1000", what=None):
+                convention="normalized_1000", what=None, point=False):
+    """``point``: a closed span of exactly 2 numbers is a point (x, y) on the same grid (a
+    GUI agent's click target in a box tag); an unclosed one may be a box cut off."""
     what = what or f"{open_tag}…{close_tag}"
 
     def find(text):
@@ -124,7 +126,11 @@ def _tag_reader(open_tag, close_tag, ref=None, *, size=4, kind="box",
             grid = convention
             if "<" in body and _BIN_TOKENS.fullmatch(body):
                 grid = "falcon_bins_1000"  # Falcon: <box><855><297><891><355></box>
-            raws = _per(numbers_in(body), size, kind, start, end, grid, label, what)
+            numbers = numbers_in(body)
+            if point and closed and len(numbers) == 2:
+                raws = [Raw("point", start, end, numbers, grid, label)]
+            else:
+                raws = _per(numbers, size, kind, start, end, grid, label, what)
             if not closed:
                 if raws[0].failure is not None:
                     raws = [Raw(kind, start, end, failure=f"unclosed {open_tag}: {body[:40]!r}")]
@@ -463,9 +469,11 @@ REGISTRY = (
            "Luo-Z13/SkySenseGPT, Tools/process_data_RS_Object_Detection.py (RBOX_NORM = 100, "
            "mmrotate 'oc' angles)", _skysense),
     Reader("qwen2vl", "Qwen2-VL", "normalized_1000",
-           "Qwen2-VL model card (<|box_start|>(x1,y1),(x2,y2)<|box_end|>, 0–1000)",
+           "Qwen2-VL model card (<|box_start|>(x1,y1),(x2,y2)<|box_end|>, 0–1000); a point "
+           "<|box_start|>(x,y)<|box_end|> as ms-swift's custom dataset docs write a click",
            _tag_reader("<|box_start|>", "<|box_end|>",
-                       ("<|object_ref_start|>", "<|object_ref_end|>"), what="Qwen2-VL box")),
+                       ("<|object_ref_start|>", "<|object_ref_end|>"), what="Qwen2-VL box",
+                       point=True)),
     Reader("ref_box", "Qwen-VL, InternVL, MiniCPM-V", "normalized_1000",
            "Qwen-VL README (<ref>…</ref><box>(x1,y1),(x2,y2)</box>); InternVL "
            "internvl_chat/eval/refcoco/evaluate_grounding.py (/ 1000); MiniCPM-V "
