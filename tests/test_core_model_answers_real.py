@@ -119,3 +119,15 @@ def test_qwen2_vl_box_tag_around_one_pair_is_a_point():
     # cut off after one pair, it may be a box cut short: still a failure with its reason
     answer = parse_answer("<|box_start|>(764,25)", "auto", 1000, 1000)
     assert answer.usable == [] and "unclosed" in answer.reason
+
+
+def test_json_nested_past_the_recursion_limit_is_a_counted_failure():
+    # 10^5 brackets deep (adversarial): no RecursionError escapes, and the answer says why it
+    # failed rather than "no geometry found in the text"
+    answer = parse_answer("[" * 100000 + "]" * 100000, "auto", 100, 100)
+    assert answer.status == "unparseable" and "nested too deeply" in answer.reason
+    # a readable box beside it is still read
+    text = "Here: " + "[" * 5000 + "1" + "]" * 5000 + ' and {"bbox_2d": [1, 2, 3, 4]}'
+    answer = parse_answer(text, "pixel_xyxy", 100, 100)
+    assert boxes(answer) == [(1, 2, 3, 4)]
+    assert [r.status for r in answer.failures] == ["unparseable"]

@@ -263,7 +263,10 @@ def _json_raws(text: str, prose_numbers: bool):
     values = list(ex.json_values(text))
     raws, note, found_json, nothing, skipped = [], "", False, True, False
     for k, (value, start, end, repaired) in enumerate(values):
-        if value is RecursionError:
+        if value is RecursionError:  # counted, not skipped silently
+            raws.append(ex.Raw("box", start, end, syntax="json", failure=(
+                "JSON nested too deeply to read (past Python's recursion limit)")))
+            found_json = True
             continue
         if not prose_numbers and ex.is_bare_numbers(value):
             before = values[k - 1][2] if k > 0 else 0
