@@ -131,3 +131,31 @@ def test_json_nested_past_the_recursion_limit_is_a_counted_failure():
     answer = parse_answer(text, "pixel_xyxy", 100, 100)
     assert boxes(answer) == [(1, 2, 3, 4)]
     assert [r.status for r in answer.failures] == ["unparseable"]
+
+
+# --- Formats not read -------------------------------------------------------------------------
+
+def test_kosmos2_patch_index_boxes():
+    # transformers' Kosmos-2 docs (processing_kosmos2.py docstring): the raw generation
+    text = ("<grounding> An image of<phrase> a snowman</phrase><object><patch_index_0044>"
+            "<patch_index_0863></object> warming himself by<phrase> a fire</phrase><object>"
+            "<patch_index_0005><patch_index_0911></object>.")
+    # 44 = row 1 · 32 + column 12, 863 = 26 · 32 + 31: corners in different rows and columns,
+    # so cell centres: x (12.5 / 32, 31.5 / 32), y (1.5 / 32, 26.5 / 32) -- the docs' entity
+    # (0.390625, 0.046875, 0.984375, 0.828125); 5 = 0 · 32 + 5, 911 = 28 · 32 + 15: (0.171875,
+    # 0.015625, 0.484375, 0.890625). On a 640 × 480 image: x · 640, y · 480
+    answer = parse_answer(text, "auto", 640, 480)
+    assert [r.label for r in answer.usable] == ["a snowman", "a fire"]
+    assert boxes(answer) == [(250, 22.5, 630, 397.5), (110, 7.5, 310, 427.5)]
+    assert {r.convention_source for r in answer.usable} == {"syntax"}
+
+
+def test_kosmos2_boxes_of_one_phrase_and_corners_in_one_row():
+    # two boxes of one phrase split by </delimiter_of_multi_objects/>; 0 and 31 share row 0:
+    # cell edges, x 0 .. 32 / 32, y 0 .. 1 / 32; one cell (100 = 3 · 32 + 4) is that cell,
+    # x 4 / 32 .. 5 / 32, y 3 / 32 .. 4 / 32. On a 320 × 320 image: · 320
+    text = ("<phrase>two dogs</phrase><object><patch_index_0000><patch_index_0031>"
+            "</delimiter_of_multi_objects/><patch_index_0100><patch_index_0100></object>")
+    answer = parse_answer(text, "auto", 320, 320)
+    assert boxes(answer) == [(0, 0, 320, 10), (40, 30, 50, 40)]
+    assert [r.label for r in answer.usable] == ["two dogs", "two dogs"]

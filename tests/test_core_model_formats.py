@@ -408,6 +408,8 @@ UNITS = {
     "geochat": "<p>car</p> {<10><20><30><40>|<30>} ",
     "florence": "car<loc_10><loc_20><loc_30><loc_40>",
     "paligemma": "<loc0010><loc0020><loc0030><loc0040> car ; ",
+    "kosmos2": "<phrase> a car</phrase><object><patch_index_0044><patch_index_0863></object> ",
+    "unclosed_kosmos2": "<phrase> a car<object><patch_index_0044>",
     "molmo": '<point x="10" y="20" alt="car">car</point> ',
     "molmo2": '<points coords="1 1 100 200 2 300 400">car</points> ',
     "cogvlm": "car[[100,200,300,400]] ",

@@ -330,6 +330,39 @@ def _all_ordered_boxes(numbers):
                for k in range(0, len(numbers), 4))
 
 
+_KOSMOS2 = re.compile(
+    r"(?:<phrase>([^<]{0,200})</phrase>\s*)?(?:<object>)?"
+    r"((?:<patch_index_\d{1,4}><patch_index_\d{1,4}></delimiter_of_multi_objects/>)*"
+    r"<patch_index_\d{1,4}><patch_index_\d{1,4}>)(?:</object>)?")
+#: Kosmos-2's grid: 1024 patch index tokens, 32 a side.
+_KOSMOS2_SIDE = 32
+
+
+def _kosmos2(text):
+    # Kosmos-2: <phrase>a snowman</phrase><object><patch_index_0044><patch_index_0863></object>,
+    # the upper-left and lower-right cells of a 32 × 32 grid (index = row · 32 + column), as
+    # fractions by transformers' processing_kosmos2.py patch_index_to_coordinate (from the
+    # unilm kosmos-2 demo): cell centres, or cell edges when both corners share a row or a
+    # column (or are one cell); boxes of one phrase split by </delimiter_of_multi_objects/>
+    for match in _KOSMOS2.finditer(text):
+        start, end = match.span()
+        label = (match.group(1) or "").strip() or None
+        raws = []
+        for pair in match.group(2).split("</delimiter_of_multi_objects/>"):
+            first, second = (int(v) for v in re.findall(r"<patch_index_(\d+)>", pair))
+            raws.append(Raw("box", start, end, _kosmos2_box(first, second), "normalized_1",
+                            label))
+        yield start, end, raws
+
+
+def _kosmos2_box(first, second, side=_KOSMOS2_SIDE):
+    cell = 1.0 / side
+    (y1, x1), (y2, x2) = divmod(first, side), divmod(second, side)
+    if first == second or x1 == x2 or y1 == y2:
+        return [x1 * cell, y1 * cell, (x2 + 1) * cell, (y2 + 1) * cell]
+    return [(x1 + 0.5) * cell, (y1 + 0.5) * cell, (x2 + 0.5) * cell, (y2 + 0.5) * cell]
+
+
 _XML_POINT = re.compile(r"<(points?)\b([^<>]*)>([^<]{0,200})(?:</points?>)?", re.IGNORECASE)
 _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 
@@ -500,6 +533,10 @@ REGISTRY = (
     Reader("florence2", "Florence-2", "florence2_loc_1000",
            "Florence-2 processing_florence2.py (CoordinatesQuantizer 'floor': bin centres)",
            _florence, fixed=True),
+    Reader("kosmos2", "Kosmos-2", "normalized_1",
+           "transformers models/kosmos2/processing_kosmos2.py (patch_index_to_coordinate, "
+           "32 × 32 patches; from microsoft/unilm kosmos-2/demo/decode_string.py)", _kosmos2,
+           fixed=True),
     Reader("xml_points", "Molmo, Molmo2, Qwen3-VL", "normalized_100",
            "allenai/molmo2 olmo/preprocessing/point_formatter.py (coords, / 1000); Molmo README "
            "(x, y percent)", _xml_points),
