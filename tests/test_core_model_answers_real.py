@@ -159,3 +159,20 @@ def test_kosmos2_boxes_of_one_phrase_and_corners_in_one_row():
     answer = parse_answer(text, "auto", 320, 320)
     assert boxes(answer) == [(0, 0, 320, 10), (40, 30, 50, 40)]
     assert [r.label for r in answer.usable] == ["two dogs", "two dogs"]
+
+
+def test_geochat_boxes_chained_after_one_phrase_keep_its_label():
+    # mbzuai-oryx/GeoChat geochat_demo.py, visualize_all_bbox_together: after "<p>obj</p>" a
+    # run of boxes "{…}{…}" is split at "}{" and every box is an entity of obj
+    text = "<p>small vehicles</p> {<17><50><20><56>|<-45>}{<25><48><28><54>|<-45>}"
+    answer = parse_answer(text, "auto", 200, 100)
+    assert [r.label for r in answer.usable] == ["small vehicles", "small vehicles"]
+    # the second box: corners (25, 48), (28, 54) in percent of 200 × 100 -> (50, 48), (56,
+    # 54): centre (53, 51), 6 × 6 pixels whatever the turn
+    second = answer.usable[1].geometry
+    assert (round(second.centroid.x, 9), round(second.centroid.y, 9)) == (53, 51)
+    assert round(second.area, 9) == 36
+    # a box after prose is not part of the chain
+    answer = parse_answer("<p>car</p> {<10><20><30><40>|<0>}. Then {<5><6><7><8>|<0>}",
+                          "auto", 100, 100)
+    assert [r.label for r in answer.usable] == ["car", None]

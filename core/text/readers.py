@@ -192,11 +192,20 @@ _GEOCHAT_P = re.compile(r"<p>([^<]{0,200})</p>\s*$")
 def _geochat(text):
     # GeoChat: [<p>label</p>] {<x1><y1><x2><y2>|<θ>}, percent; the angle turns
     # counter-clockwise on screen (geochat_demo.py, rotate_bbox: cv2.getRotationMatrix2D)
+    # boxes chained after one phrase ("<p>planes</p> {…}{…}") all belong to it, as the demo's
+    # visualize_all_bbox_together splits "}{" and gives each box the phrase
+    chain_end, chain_label = -1, None
     for match in _ROTATED.finditer(text):
         start, end = match.span()
         numbers, angle = _rotated_numbers(match)
         head = _GEOCHAT_P.search(text, max(0, start - 220), start)
-        label = head.group(1).strip() if head else None
+        if head:
+            label = head.group(1).strip() or None
+        elif chain_end >= 0 and _CHAIN_GAP.fullmatch(text, chain_end, start):
+            label = chain_label
+        else:
+            label = None
+        chain_end, chain_label = end, label
         if numbers is None:
             yield start, end, [Raw("box", start, end, failure=(
                 f"GeoChat box that is not numbers: {match.group(0)[:60]!r}"))]
