@@ -176,3 +176,24 @@ def test_geochat_boxes_chained_after_one_phrase_keep_its_label():
     answer = parse_answer("<p>car</p> {<10><20><30><40>|<0>}. Then {<5><6><7><8>|<0>}",
                           "auto", 100, 100)
     assert [r.label for r in answer.usable] == ["car", None]
+
+
+# --- Wrong coordinates --------------------------------------------------------------------------
+
+def test_a_unicode_minus_sign_is_a_minus_not_dropped():
+    # a model (or a spreadsheet it went through) writes U+2212 MINUS SIGN: "(−10,20)" is x =
+    # −10, outside the 0–1000 grid, out_of_bounds as written; it was read as (10, 20), parsed
+    answer = parse_answer("<ref>car</ref><box>(\u221210,20),(30,40)</box>", "auto", 1000, 1000)
+    (record,) = answer.records
+    assert record.status == "out_of_bounds"
+    assert record.geometry.bounds == (-10, 20, 30, 40)
+    # in JSON the whole answer was unreadable; now read, repaired, and out of bounds
+    answer = parse_answer('[{"bbox_2d": [\u221210, 20, 30, 40], "label": "x"}]', "pixel_xyxy",
+                          100, 100)
+    (record,) = answer.records
+    assert record.status == "out_of_bounds" and record.geometry.bounds == (-10, 20, 30, 40)
+    assert "minus" in record.reason
+    # a minus sign inside a label is the label's
+    answer = parse_answer('[{"bbox_2d": [10, 20, 30, 40], "label": "a\u2212b"}]', "pixel_xyxy",
+                          100, 100)
+    assert answer.usable[0].label == "a\u2212b"

@@ -112,7 +112,11 @@ def blank(text: str, spans) -> str:
 
 # --- Numbers --------------------------------------------------------------------------------
 
-NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: Minus signs other than ASCII's that models and word processors write: U+2212 MINUS SIGN,
+#: U+FE63 SMALL HYPHEN-MINUS, U+FF0D FULLWIDTH HYPHEN-MINUS (float() reads none of them).
+MINUS_SIGNS = "\u2212\ufe63\uff0d"
+_MINUS = str.maketrans({c: "-" for c in MINUS_SIGNS})
+NUMBER = rf"[-+{MINUS_SIGNS}]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER = re.compile(NUMBER)
 #: The innermost bracketed groups of a body, and an opening bracket left unclosed.
 _GROUP = re.compile(r"\[([^\[\]]*)\]|\(([^()]*)\)")
@@ -120,7 +124,7 @@ _GROUP = re.compile(r"\[([^\[\]]*)\]|\(([^()]*)\)")
 
 def numbers_in(body: str) -> list:
     """Every number in a body of text, as floats."""
-    return [float(v) for v in _NUMBER.findall(body)]
+    return [float(v.translate(_MINUS)) for v in _NUMBER.findall(body)]
 
 
 def number_groups(body: str):
@@ -242,7 +246,7 @@ def wkt_raw(text: str, start: int, end: int) -> Raw:
 
 _DECODER = json.JSONDecoder()
 #: What may follow "[" or "{" (after blanks) in JSON or in the slips ``lenient`` repairs.
-_JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\'.'), "{": set('"}\'')}
+_JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\'.' + MINUS_SIGNS), "{": set('"}\'')}
 #: First window of text decoded at a bracket; doubled while the value runs past it.
 _DECODE_WINDOW = 4096
 #: Repairs tried per answer, and prefixes tried per repair: each costs a pass over the rest
@@ -252,8 +256,8 @@ _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
 NO_GEOMETRY_JSON = "JSON without a geometry in a form this tool reads"
-MALFORMED = ("malformed JSON repaired (trailing commas, comments, single quotes or Python "
-             "literals)")
+MALFORMED = ("malformed JSON repaired (trailing commas, comments, single quotes, Python "
+             "literals or Unicode minus signs)")
 PROSE_NUMBERS = ("bracketed numbers in prose were not read as geometry (COORDINATE_FORMAT "
                  "auto reads a bare list only where it stands alone)")
 
@@ -334,8 +338,9 @@ _PY_LITERAL = re.compile(r"\b(?:None|True|False|nan|inf)\b")
 
 
 def _lenient_outside(part: str) -> str:
-    """Text outside strings and comments: Python literals as JSON's, trailing commas gone."""
-    part = _PY_LITERAL.sub(lambda m: _PY_LITERALS[m.group(0)], part)
+    """Text outside strings and comments: Python literals as JSON's, other minus signs as
+    ASCII's, trailing commas gone."""
+    part = _PY_LITERAL.sub(lambda m: _PY_LITERALS[m.group(0)], part).translate(_MINUS)
     return re.sub(r",\s*([\]}])", r"\1", part)
 
 
