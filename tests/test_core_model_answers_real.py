@@ -197,3 +197,33 @@ def test_a_unicode_minus_sign_is_a_minus_not_dropped():
     answer = parse_answer('[{"bbox_2d": [10, 20, 30, 40], "label": "a\u2212b"}]', "pixel_xyxy",
                           100, 100)
     assert answer.usable[0].label == "a\u2212b"
+
+
+# --- Gemini masks that are not PNGs -----------------------------------------------------------
+
+#: google-gemini/cookbook issue 798: Gemini 2.5 answered the segmentation prompt of
+#: quickstarts/Spatial_understanding.ipynb with seg tokens where a base64 PNG was asked for
+SEG_TOKENS = ("<start_of_mask><seg_35><seg_65><seg_4><seg_66><seg_3><seg_94><seg_77><seg_34>"
+              "<seg_42><seg_51><seg_27><seg_3><seg_73><seg_50><seg_42><seg_22>")
+
+
+def test_gemini_unquoted_seg_token_mask_keeps_the_box_and_its_label():
+    # as the issue shows it, unquoted ('"mask": <start_of_mask>…<seg_22>"'): the JSON is
+    # broken from the mask on; the complete part before it holds the box and the label.
+    # box_2d [y1, x1, y2, x2] / 1000 on a 1000 × 500 image: x 200..400, y 50..150
+    text = ('```json\n[\n  {"box_2d": [100, 200, 300, 400], "label": "cat", "mask": '
+            + SEG_TOKENS + '"}\n]\n```')
+    answer = parse_answer(text, "auto", 1000, 500)
+    (record,) = answer.usable
+    assert record.geometry.bounds == (200, 50, 400, 150)
+    assert record.label == "cat" and record.status == "repaired"
+
+
+def test_a_truncated_object_is_cut_after_its_last_complete_label_not_inside_numbers():
+    # a box cut short never becomes a point: '{"bbox_2d": [10, 20, 3' is no geometry, and the
+    # x, y of a cut-off x, y, width, height object are not a point
+    assert parse_answer('{"bbox_2d": [10, 20, 3', "auto", 100, 100).usable == []
+    assert parse_answer('[{"x": 10, "y": 20, "label": "a", "wid', "auto", 100, 100).usable == []
+    text = '[{"bbox_2d": [10, 20, 30, 40], "label": "a", "score": 0.9, "mask": "data:ima'
+    (record,) = parse_answer(text, "pixel_xyxy", 100, 100).usable
+    assert record.label == "a" and record.geometry.bounds == (10, 20, 30, 40)

@@ -378,7 +378,11 @@ def repair_truncated(text: str, start: int):
     common slips (``lenient``). (value, end, repair reason) or (None, start, None)."""
     if text[start] not in "[{":
         return None, start, None
-    stack, quote, escape, cuts = [], None, False, []
+    # cuts: after each closed bracket; and before a comma that ends a string value in an
+    # object holding a closed list or object already ({"box_2d": [...], "label": "cat", "mask":
+    # <cut off>: the label is kept), never inside a list of numbers (a box cut short must not
+    # become a point)
+    stack, quote, escape, cuts, has_child, last = [], None, False, [], [], ""
     for k in range(start, len(text)):
         c = text[k]
         if quote:
@@ -387,20 +391,27 @@ def repair_truncated(text: str, start: int):
             elif c == "\\":
                 escape = True
             elif c == quote or (c == "\n" and quote == "'"):
-                quote = None
+                quote, last = None, '"'
             continue
         if c == '"' or (c == "'" and not (k > start and text[k - 1].isalnum())):
             quote = c
         elif c in "[{":
             stack.append("]" if c == "[" else "}")
+            has_child.append(False)
         elif c in "]}":
             if not stack or c != stack[-1]:
                 return None, start, None  # malformed, not truncated
             stack.pop()
+            has_child.pop()
             if not stack:  # complete yet undecodable: common slips?
                 value = lenient(text[start:k + 1])
                 return (value, k + 1, MALFORMED) if value is not None else (None, start, None)
+            has_child[-1] = True
             cuts.append((k + 1, "".join(reversed(stack))))
+        elif c == "," and last == '"' and stack[-1] == "}" and has_child[-1]:
+            cuts.append((k, "".join(reversed(stack))))
+        if not c.isspace():
+            last = c
     if not stack or not cuts:
         return None, start, None
     for cut, closers in reversed(cuts[-_REPAIR_CUTS:]):
