@@ -227,3 +227,13 @@ def test_a_truncated_object_is_cut_after_its_last_complete_label_not_inside_numb
     text = '[{"bbox_2d": [10, 20, 30, 40], "label": "a", "score": 0.9, "mask": "data:ima'
     (record,) = parse_answer(text, "pixel_xyxy", 100, 100).usable
     assert record.label == "a" and record.geometry.bounds == (10, 20, 30, 40)
+
+
+def test_gemini_mask_that_is_not_a_png_is_said_not_dropped_silently():
+    # the same answer with the mask quoted: valid JSON, the mask a string of seg tokens this
+    # tool cannot decode: the box is kept, repaired, and the reason says so (it was "parsed")
+    text = ('[{"box_2d": [100, 200, 300, 400], "label": "cat", "mask": "' + SEG_TOKENS
+            + '"}]')
+    (record,) = parse_answer(text, "auto", 1000, 500).usable
+    assert record.geometry.bounds == (200, 50, 400, 150)
+    assert record.status == "repaired" and "not a base64 PNG" in record.reason

@@ -102,6 +102,13 @@ class Walk:
                 for raw in raws:
                     if raw.failure is None and raw.kind == "box":
                         raw.kind, raw.mask = "mask", mask
+            elif isinstance(mask, str) and mask.strip():
+                # Gemini 2.5 may answer "<start_of_mask><seg_35><seg_65>…" (google-gemini
+                # cookbook issue 798): not a PNG this tool decodes; said, not dropped silently
+                for raw in raws:
+                    if raw.failure is None:
+                        raw.repaired.append(f"the mask is not a base64 PNG "
+                                            f"({mask.strip()[:24]!r}…): the box is kept")
             return raws
         if "point" in keys and isinstance(keys["point"], list):
             return self.convention_list(keys["point"], "normalized_1000_yxyx", "point", label)
