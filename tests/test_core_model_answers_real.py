@@ -237,3 +237,26 @@ def test_gemini_mask_that_is_not_a_png_is_said_not_dropped_silently():
     (record,) = parse_answer(text, "auto", 1000, 500).usable
     assert record.geometry.bounds == (200, 50, 400, 150)
     assert record.status == "repaired" and "not a base64 PNG" in record.reason
+
+
+# --- PaliGemma segment answers ------------------------------------------------------------------
+
+#: big_vision's PaliGemma demo (huggingface.co/spaces/big-vision/paligemma, the parser's
+#: EXAMPLE_STRING): boxes with 16 <seg> mask tokens, objects split by " ; "
+PALIGEMMA_SEGMENT = (
+    "<loc0000><loc0000><loc0930><loc1012> <seg114><seg074><seg106><seg044><seg030><seg027>"
+    "<seg119><seg119><seg120><seg117><seg082><seg082><seg051><seg005><seg125><seg097> wall ; "
+    "<loc0722><loc0047><loc0895><loc0378> <seg068><seg114><seg014><seg037><seg029><seg063>"
+    "<seg048><seg104><seg010><seg056><seg021><seg056><seg019><seg017><seg102><seg121> car ; "
+    "<loc0180><loc0596><loc0782><loc0961> <seg026><seg028><seg028><seg026><seg104><seg026>"
+    "<seg029><seg022><seg000><seg068><seg092><seg125><seg003><seg127><seg121><seg043> "
+    "david bowie")
+
+
+def test_paligemma_mask_tokens_are_said_not_dropped_silently():
+    # the <seg> tokens (a 64 × 64 mask through big_vision's VQ-VAE) are not decoded here: the
+    # box is kept, repaired, and the reason says so (it was "parsed")
+    text = "<loc0256><loc0256><loc0768><loc0768><seg063><seg012><seg099> cat"
+    (record,) = parse_answer(text, "auto", 1024, 1024).usable
+    assert record.geometry.bounds == (256, 256, 768, 768)
+    assert record.status == "repaired" and "<seg>" in record.reason

@@ -274,16 +274,21 @@ def _glm(text):
         yield start, end, raws
 
 
-_PALIGEMMA = re.compile(r"((?:<loc\d{4}>){4})(?:<seg\d{3}>)*[ \t]*([^;<\n]{0,200})")
+_PALIGEMMA = re.compile(r"((?:<loc\d{4}>){4})((?:<seg\d{3}>)*)[ \t]*([^;<\n]{0,200})")
 
 
 def _paligemma(text):
-    # PaliGemma: <loc0393><loc0109><loc0859><loc0811> bird ; … (big_vision: / 1024, y first)
+    # PaliGemma: <loc0393><loc0109><loc0859><loc0811> bird ; … (big_vision: / 1024, y first);
+    # "segment" answers add 16 <segNNN> tokens, a mask only big_vision's VQ-VAE decoder
+    # reads: the box is kept and the reason says so
     for match in _PALIGEMMA.finditer(text):
         numbers = [float(v) for v in re.findall(r"<loc(\d{4})>", match.group(1))]
-        label = match.group(2).strip() or None
-        yield match.start(), match.end(), [Raw("box", match.start(), match.end(), numbers,
-                                               "normalized_1024_yxyx", label)]
+        label = match.group(3).strip() or None
+        raw = Raw("box", match.start(), match.end(), numbers, "normalized_1024_yxyx", label)
+        if match.group(2):
+            raw.repaired.append("PaliGemma <seg> mask tokens not decoded (they need "
+                                "big_vision's VQ-VAE decoder): the box is kept")
+        yield match.start(), match.end(), [raw]
 
 
 _FLORENCE = re.compile(r"(?:<loc_\d+>|<sep>|</?poly>)*<loc_\d+>(?:<loc_\d+>|<sep>|</?poly>)*")
