@@ -260,3 +260,16 @@ def test_paligemma_mask_tokens_are_said_not_dropped_silently():
     (record,) = parse_answer(text, "auto", 1024, 1024).usable
     assert record.geometry.bounds == (256, 256, 768, 768)
     assert record.status == "repaired" and "<seg>" in record.reason
+
+
+def test_paligemma_segment_answer_as_big_vision_writes_it_keeps_its_labels():
+    # a blank between the loc and the seg tokens cut the label off (it was None for all);
+    # big_vision's parser: y1, x1, y2, x2 = loc / 1024, times the height and width. On a
+    # 100 × 200 image: wall x 0 .. 1012 / 1024 · 100, y 0 .. 930 / 1024 · 200; car (722, 47,
+    # 895, 378): x 47 / 1024 · 100 .. 378 / 1024 · 100, y 722 / 1024 · 200 .. 895 / 1024 · 200
+    answer = parse_answer(PALIGEMMA_SEGMENT, "auto", 100, 200)
+    assert [r.label for r in answer.usable] == ["wall", "car", "david bowie"]
+    assert answer.usable[0].geometry.bounds == (0, 0, 1012 / 1024 * 100, 930 / 1024 * 200)
+    assert answer.usable[1].geometry.bounds == (47 / 1024 * 100, 722 / 1024 * 200,
+                                                378 / 1024 * 100, 895 / 1024 * 200)
+    assert {r.status for r in answer.usable} == {"repaired"}  # the masks, not decoded

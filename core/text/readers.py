@@ -274,7 +274,10 @@ def _glm(text):
         yield start, end, raws
 
 
-_PALIGEMMA = re.compile(r"((?:<loc\d{4}>){4})((?:<seg\d{3}>)*)[ \t]*([^;<\n]{0,200})")
+#: big_vision's own parser (_SEGMENT_DETECT_RE) allows blanks between the loc and the seg
+#: tokens, and writes them: "<loc0000>…<loc1012> <seg114>…<seg097> wall ; …"
+_PALIGEMMA = re.compile(
+    r"((?:<loc\d{4}>){4})[ \t]*((?:<seg\d{3}>)*)[ \t]*([^;<\n]{0,200})")
 
 
 def _paligemma(text):
