@@ -4,6 +4,7 @@ quoted with its source and the coordinates worked out by hand from the documente
 convention."""
 
 from iou_evaluation.core.text.model_text import parse_answer
+from iou_evaluation.core.text.spatial_match import spatial_match
 
 
 def boxes(answer):
@@ -273,3 +274,19 @@ def test_paligemma_segment_answer_as_big_vision_writes_it_keeps_its_labels():
     assert answer.usable[1].geometry.bounds == (47 / 1024 * 100, 722 / 1024 * 200,
                                                 378 / 1024 * 100, 895 / 1024 * 200)
     assert {r.status for r in answer.usable} == {"repaired"}  # the masks, not decoded
+
+
+# --- Numbers in prose ---------------------------------------------------------------------------
+
+def test_one_number_alone_on_its_line_is_no_failed_geometry():
+    # a correct "nothing there" with a footnote or a score on its own line was unparseable
+    # ("1 number [1.0]: neither a box …"), so spatialmatch failed a correct rejection
+    for text in ("There are no airplanes in this image.\n[1]",
+                 "There is no car in the image.\nConfidence:\n[0.95]"):
+        assert parse_answer(text, "auto", 640, 480).status == "empty"
+    result = spatial_match(["There are no airplanes in this image.\n[1]"], ["[]"])
+    assert result.rows["passed"] == [True]
+    assert result.metrics["count_true_negative"] == 1
+    # a chosen format still reads it, and says why it is no geometry
+    answer = parse_answer("[1]", "pixel_xyxy", 640, 480)
+    assert answer.status == "unparseable" and "1 number" in answer.reason

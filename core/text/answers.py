@@ -271,8 +271,11 @@ def _json_raws(text: str, prose_numbers: bool):
         if not prose_numbers and ex.is_bare_numbers(value):
             before = values[k - 1][2] if k > 0 else 0
             after = values[k + 1][1] if k + 1 < len(values) else len(text)
-            if not ex.standalone(text, start, end, before, after):
-                skipped = True  # "the image is [1920, 1080]": prose, not a geometry
+            if not ex.standalone(text, start, end, before, after) or (
+                    len(value) == 1 and ex.is_number(value[0])):
+                # "the image is [1920, 1080]": prose, not a geometry; nor is one number alone
+                # ("[1]" a footnote, "Confidence:\n[0.95]"), which no syntax makes a geometry
+                skipped = True
                 continue
         found_json = True
         found = value_raws(value, start, end)
