@@ -290,3 +290,18 @@ def test_one_number_alone_on_its_line_is_no_failed_geometry():
     # a chosen format still reads it, and says why it is no geometry
     answer = parse_answer("[1]", "pixel_xyxy", 640, 480)
     assert answer.status == "unparseable" and "1 number" in answer.reason
+
+
+def test_short_and_singular_nothing_there_answers_are_empty_not_unparseable():
+    # Visual-RFT's detection prompt (as quoted in Liuziyu77/Visual-RFT issue 119): "If no
+    # object belonging to the category ... return 'No Objects'", with the answer in <answer>
+    # tags; "No airplane is visible" (one object, singular); a JSON null
+    for text in ("<think> ... </think> <answer>No Objects</answer>", "No Objects",
+                 "No airplane is visible in the image.",
+                 "I don't see any airplanes in this image.", "null"):
+        assert parse_answer(text, "auto", 640, 480).status == "empty", text
+    result = spatial_match(["<answer>No Objects</answer>"], ["[]"])
+    assert result.rows["passed"] == [True]
+    # a refusal and prose that goes on are not "nothing there"
+    for text in ("Sorry, I can't help with identifying that.", "Nothing here but a car"):
+        assert parse_answer(text, "auto", 640, 480).status == "unparseable", text

@@ -26,7 +26,13 @@ NONE_FOUND = re.compile(
     r"present|visible|in (?:the|this) image)|not found|nothing (?:found|detected)|"
     r"there (?:is|are) no\b(?! (?:doubt|question|need|way|problem|reason))|cannot find|"
     r"could not find|can't find|did not find|no such (?:object|thing)|there are none|"
-    r"does not contain any|none(?! other than))\b",
+    r"does not contain any|none(?! other than)|"
+    # "No airplane is visible in the image." (one object, singular)
+    r"no \w+ (?:is|are) (?:visible|present|found|detected)|"
+    r"(?:do not|don't|cannot|can't|could not|couldn't) see any)\b"
+    # the whole answer a short negative: Visual-RFT's detection prompt asks for "No Objects"
+    # when the category is absent; a JSON null
+    r"|^(?:</?\w{1,20}>|\W)*(?:no objects?|nothing|null)(?:</?\w{1,20}>|\W)*$",
     re.IGNORECASE,
 )
 
