@@ -305,3 +305,10 @@ def test_short_and_singular_nothing_there_answers_are_empty_not_unparseable():
     # a refusal and prose that goes on are not "nothing there"
     for text in ("Sorry, I can't help with identifying that.", "Nothing here but a car"):
         assert parse_answer(text, "auto", 640, 480).status == "unparseable", text
+
+
+def test_auto_reason_on_a_1000_square_image_says_why():
+    # values within 0–1000 on a 1000 × 1000 image: the reason said "above 1000"
+    (record,) = parse_answer('{"point_2d": [256, 512]}', "auto", 1000, 1000).usable
+    assert tuple(record.geometry.coords[0]) == (256, 512)
+    assert "above 1000" not in record.reason and "agree" in record.reason

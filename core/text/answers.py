@@ -583,6 +583,8 @@ def resolve_auto(untyped, size):
     if fits_pixel and fits_1000 and (width, height) != (1000.0, 1000.0):
         return ("pixel_xyxy", f"auto: read as pixels; the values also fit 0–1000 normalised "
                 f"coordinates (image {width:g} × {height:g})", "auto: within the image")
+    if fits_pixel and fits_1000:  # a 1000 × 1000 image: both readings give the same numbers
+        return "pixel_xyxy", "", "auto: within the image (1000 × 1000: pixels and 0–1000 agree)"
     if fits_pixel:
         return "pixel_xyxy", "", "auto: within the image, above 1000"
     if fits_1000:
