@@ -297,13 +297,14 @@ def test_short_and_singular_nothing_there_answers_are_empty_not_unparseable():
     # object belonging to the category ... return 'No Objects'", with the answer in <answer>
     # tags; "No airplane is visible" (one object, singular); a JSON null
     for text in ("<think> ... </think> <answer>No Objects</answer>", "No Objects",
-                 "No airplane is visible in the image.",
-                 "I don't see any airplanes in this image.", "null"):
+                 "No airplane is visible in the image.", "null"):
         assert parse_answer(text, "auto", 640, 480).status == "empty", text
     result = spatial_match(["<answer>No Objects</answer>"], ["[]"])
     assert result.rows["passed"] == [True]
-    # a refusal and prose that goes on are not "nothing there"
-    for text in ("Sorry, I can't help with identifying that.", "Nothing here but a car"):
+    # a refusal and prose that goes on are not "nothing there" (nor is "I cannot see any
+    # coordinates to give", as tests/test_provider_model_text.py has it)
+    for text in ("Sorry, I can't help with identifying that.", "Nothing here but a car",
+                 "I cannot see any coordinates to give."):
         assert parse_answer(text, "auto", 640, 480).status == "unparseable", text
 
 

@@ -28,8 +28,7 @@ NONE_FOUND = re.compile(
     r"could not find|can't find|did not find|no such (?:object|thing)|there are none|"
     r"does not contain any|none(?! other than)|"
     # "No airplane is visible in the image." (one object, singular)
-    r"no \w+ (?:is|are) (?:visible|present|found|detected)|"
-    r"(?:do not|don't|cannot|can't|could not|couldn't) see any)\b"
+    r"no \w+ (?:is|are) (?:visible|present|found|detected))\b"
     # the whole answer a short negative: Visual-RFT's detection prompt asks for "No Objects"
     # when the category is absent; a JSON null
     r"|^(?:</?\w{1,20}>|\W)*(?:no objects?|nothing|null)(?:</?\w{1,20}>|\W)*$",
