@@ -313,3 +313,14 @@ def test_auto_reason_on_a_1000_square_image_says_why():
     (record,) = parse_answer('{"point_2d": [256, 512]}', "auto", 1000, 1000).usable
     assert tuple(record.geometry.coords[0]) == (256, 512)
     assert "above 1000" not in record.reason and "agree" in record.reason
+
+
+def test_a_class_number_as_label_is_kept():
+    # {"label": 3} (a class index, as detection fine-tunes write it) was dropped: None; a
+    # GeoJSON Feature's properties kept any type already
+    (record,) = parse_answer('[{"bbox_2d": [120, 45, 380, 290], "label": 3}]', "pixel_xyxy",
+                             640, 480).usable
+    assert record.label == "3"
+    (record,) = parse_answer('[{"bbox_2d": [120, 45, 380, 290], "label": true}]', "pixel_xyxy",
+                             640, 480).usable
+    assert record.label is None

@@ -73,7 +73,10 @@ class Walk:
 
     def obj(self, obj: dict, label) -> list:
         keys = {str(k).lower(): v for k, v in obj.items()}
-        label = next((str(keys[k]) for k in LABEL_KEYS if isinstance(keys.get(k), str)), label)
+        # a label in words or a class number ({"label": 3}: "3"), as a Feature's properties
+        label = next((str(keys[k]) for k in LABEL_KEYS if isinstance(keys.get(k), str)
+                      or (isinstance(keys.get(k), int) and not isinstance(keys.get(k), bool))),
+                     label)
         geo_type = str(keys.get("type", "")).lower()
         if geo_type == "featurecollection":
             out = []
