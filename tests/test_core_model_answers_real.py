@@ -324,3 +324,15 @@ def test_a_class_number_as_label_is_kept():
     (record,) = parse_answer('[{"bbox_2d": [120, 45, 380, 290], "label": true}]', "pixel_xyxy",
                              640, 480).usable
     assert record.label is None
+
+
+def test_a_point_answered_for_an_expected_point_names_the_distance_not_a_missing_hit():
+    # the Qwen2-VL click above against the expected click: point_hit is undefined (None), so
+    # the reason pointed at an empty column; the distance is the score (0 pixels here: the
+    # click (246, 113) on the 0–1000 grid of a 1000 × 1000 screen is (246, 113))
+    result = spatial_match(["Action: click(start_box='<|box_start|>(246,113)<|box_end|>')"],
+                           ['{"point_2d": [246, 113]}'], image_widths=[1000],
+                           image_heights=[1000])
+    assert result.rows["point_hit"] == [None]
+    assert result.rows["point_distance"] == [0.0]
+    assert "point_distance" in result.rows["reason"][0]
