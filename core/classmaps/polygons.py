@@ -121,7 +121,24 @@ def polygon_class_confusion(
     keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
     spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
     classes = confusion.ClassTable([spelling[key] for key in keys])
-    k = classes.k
+    areas = _area_matrix(ref_parts, pred_parts, keys, step)
+    alignment = _alignment(ea_crs, extent, extent_kind, (ref, ref_labels, ref_parts),
+                           (pred, pred_labels, pred_parts), areas)
+    warnings += _class_warnings((ref_labels, ref_parts), (pred_labels, pred_parts))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
+    if nothing:
+        warnings.append(nothing)
+    for message in warnings:
+        logger.warning(message)
+    return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _area_matrix(ref_parts, pred_parts, keys, step) -> np.ndarray:
+    """The (K + 2, K) matrix of areas in m² (rows = prediction classes, OTHER, NO_PREDICTION;
+    columns = reference classes, in the order of ``keys``) from the class parts of both
+    layers: their overlaps, and the reference ground no predicted polygon covers."""
+    k = len(keys)
     areas = confusion.new_matrix(k, np.float64)
     position = {key: i for i, key in enumerate(keys)}
     r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
@@ -139,8 +156,15 @@ def polygon_class_confusion(
         )
     areas[k + 1, r_pos] = np.maximum(ref_parts.area_m2 - covered, 0.0)
     step(0.95, 1.0)(1.0)
+    return areas
 
-    alignment = {
+
+def _alignment(ea_crs, extent, extent_kind: str, reference, predicted, areas) -> dict:
+    """The report's "alignment": the CRS and area compared, each layer's area, rows and
+    overlaps (``reference``, ``predicted``: (prepared layer, labels, class parts))."""
+    (ref, ref_labels, ref_parts), (pred, pred_labels, pred_parts) = reference, predicted
+    k = areas.shape[1]
+    return {
         "equal_area_crs": crs_label(ea_crs),
         "extent": extent_kind,
         "area_compared_m2": float(extent.area) if extent is not None else 0.0,
@@ -154,30 +178,33 @@ def polygon_class_confusion(
         "reference_overlaps": ref_parts.overlaps(),
         "predicted_overlaps": pred_parts.overlaps(),
     }
-    for name, parts in (("reference", ref_parts), ("predicted", pred_parts)):
+
+
+def _class_warnings(reference, predicted) -> list:
+    """Warnings about the classes of each layer (``reference``, ``predicted``: (labels, class
+    parts)): ground of several classes, polygons without a class."""
+    warnings = []
+    for name, (_, parts) in (("reference", reference), ("predicted", predicted)):
         between = parts.overlaps()["between_classes_m2"]
         if between > 0:
             warnings.append(
                 f"the {name} layer has polygons of different classes on the same ground "
                 f"({between:.1f} m²): that ground counts once in each of its classes"
             )
-    for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
+    for name, (labels, _) in (("reference", reference), ("predicted", predicted)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
             warnings.append(f"{count_of(missing, f'{name} polygon')} "
                             f"{plural(missing, 'has', 'have')} no class value and "
                             f"{plural(missing, 'is', 'are')} not scored")
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
-    if nothing:
-        warnings.append(nothing)
-    for message in warnings:
-        logger.warning(message)
-    return PolygonClassConfusion(classes, areas, alignment, warnings)
+    return warnings
 
 
-def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
-    """Why the matrix is empty (None when it is not): an empty layer, an empty area
-    compared, or no classed reference ground inside it."""
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,
+                      labels=None) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, a layer none of whose
+    polygons has a class (``labels``: the reference's and the prediction's normalised labels),
+    an empty area compared, or no classed reference ground inside it."""
     if total_m2 > 0:
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
@@ -185,6 +212,13 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
             return (f"the {name} layer has no polygon to score "
                     f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
+    for name, layer_labels in zip(("reference", "predicted"), labels or ()):
+        if not np.any(layer_labels != MISSING):
+            which = (f"the {name} layer's only polygon has no class value"
+                     if len(layer_labels) == 1 else
+                     f"none of the {count_of(len(layer_labels), f'{name} polygon')} has a "
+                     f"class value")
+            return f"{which}: nothing is compared"
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
             return "the study area has no polygon: nothing is compared"
@@ -234,6 +268,17 @@ def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, e
     return shapely.box(*box), "overlap of the layers' extents"
 
 
+#: Relative rounding of a sum of overlay areas against their union's area (GEOS's overlays
+#: are exact to about 1e-15 relative per vertex; 1e-9 of the layer's area leaves every
+#: overlap a map can hold, a square metre of a 1,000 km² layer included).
+_OVERLAY_ROUNDING = 1e-9
+
+
+def _beyond_rounding(value: float, scale: float) -> float:
+    """``value`` (m²), or 0.0 when it is within ``scale`` of 0."""
+    return float(value) if value > scale else 0.0
+
+
 @dataclass
 class _Dissolved:
     """One layer cut to the area compared and dissolved per class (classes with area)."""
@@ -246,10 +291,15 @@ class _Dissolved:
     pair_overlaps: list
 
     def overlaps(self) -> dict:
-        """Ground covered more than once in this layer, in m²."""
+        """Ground covered more than once in this layer, in m²: differences of sums of areas
+        and of their union, so a difference within ``_OVERLAY_ROUNDING`` of the layer's area
+        (the rounding of the overlays: a tiling of classes gives ±1e-9 m² on 100 fields) is
+        0, never a negative area or an overlap that is not there."""
+        classes_m2 = float(self.area_m2.sum())
+        scale = _OVERLAY_ROUNDING * max(self.sum_of_rows_m2, classes_m2, 0.0)
         return {
-            "between_classes_m2": float(self.area_m2.sum() - self.union_area_m2),
-            "within_classes_m2": float(self.sum_of_rows_m2 - self.area_m2.sum()),
+            "between_classes_m2": _beyond_rounding(classes_m2 - self.union_area_m2, scale),
+            "within_classes_m2": _beyond_rounding(self.sum_of_rows_m2 - classes_m2, scale),
             "class_pairs": [
                 {"classes": [a, b], "area_m2": area} for a, b, area in self.pair_overlaps
             ],

@@ -1,6 +1,7 @@
 """Prepare one layer's geometries for evaluation: drop unusable rows, repair, reproject.
 
-Order of operations follows ../shared/seeds/spatial_iou_guide.txt and the agribound seed:
+Order of operations follows the spatial IoU guide ("Measuring Spatial IoU for LLM-Generated
+Geometries") and the agribound 1.0 documentation ("Evaluation"):
 repair in the source CRS first, then split edges at points of a 50 m grid where their image in
 the equal-area CRS bends away from the chord (``core.geometry.densify``: areas within 1e-9 relative of
 splitting every edge into 50 m pieces), then reproject to the equal-area CRS (and repair again,
