@@ -58,10 +58,12 @@ oriented boxes, polygons, masks and points, wherever they sit in prose, code fen
 {"point": [y, x]} (Gemini, 0–1000), {"point_2d": [x, y]}, Gemini 2.5 "mask" PNGs (vectorised,
 pixels &gt; 127), polygons as flat lists of 2n numbers (n ≥ 3) or lists of [x, y] pairs, oriented
 boxes as four corners ({"obb": …}) or centre/size/angle; JSON cut off by a token limit
-(the complete part is read, status repaired), trailing commas and Python quotes (repaired);
-Qwen-VL &lt;ref&gt;&lt;box&gt; and Qwen2-VL &lt;|box_start|&gt;, Florence-2 &lt;loc_N&gt;,
-PaliGemma &lt;locNNNN&gt; (objects separated by " ; "), DeepSeek-VL2 &lt;|det|&gt;, GeoChat
-{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} rotated boxes, Molmo &lt;point x y&gt;;
+(the complete part is read, status repaired), trailing commas, comments and Python quotes
+(repaired); Qwen-VL &lt;ref&gt;&lt;box&gt; and Qwen2-VL &lt;|box_start|&gt;, Florence-2
+&lt;loc_N&gt;, PaliGemma &lt;locNNNN&gt; (objects separated by " ; "), DeepSeek-VL2
+&lt;|det|&gt;, GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} rotated boxes,
+Molmo &lt;point x y&gt;, Kosmos-2 &lt;patch_index_N&gt; pairs (32 × 32 cells), Florence-2's
+post-processed {'bboxes': …, 'labels': …};
 WKT anywhere in the text (any case; other numbers in the sentence are not coordinates);
 GeoJSON geometries, Features and FeatureCollections (map coordinates).</p>
 """ + HELP_CONVENTIONS + """

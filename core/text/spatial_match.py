@@ -272,6 +272,8 @@ def _row(answer, truth, group) -> dict:
     if not answer_polygons:
         if answer.status == EMPTY:
             row["reason"] = "the answer holds no geometry"
+        elif answer_points and not truth_polygons:  # point against point: no hit is defined
+            row["reason"] = "answer and expected are points only (see point_distance)"
         elif answer_points:
             row["reason"] = "the answer holds points only (see point_hit)"
         else:
