@@ -7,20 +7,21 @@ from __future__ import annotations
 import json
 
 from qgis.core import (
-    QgsFeature,
-    QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingOutputNumber,
     QgsProcessingParameterBoolean,
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
 )
-from qgis.PyQt.QtCore import QVariant
 
-from ..core.reports.thresholds import check_conditions, failure_message, parse_conditions
+from ..core.reports.thresholds import (
+    check_conditions,
+    checked_nothing,
+    failure_message,
+    parse_conditions,
+)
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY
+from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING
 from .parameters import advanced, requested, table_sink, with_help
 
 HELP = """
@@ -35,12 +36,20 @@ with operators <code>&gt;= &gt; &lt;= &lt; == !=</code>, for example
 <ul>
 <li>Keys are looked up in the report's <code>metrics</code> first, then from the top
 (<code>parameters.iou_threshold == 0.5</code> works too); nested keys are joined with dots.</li>
-<li><code>*</code> stands for every key at its level: <code>per_size_class.*.recall</code>
-checks every size class. A key with dots (the size class 0.5-1) can be quoted:
+<li>A key is written as the report spells it, in any script and with spaces
+(<code>per_class.Forêt dense.iou</code>); quote a key that holds one of
+<code>. " ' * ? ; &lt; &gt; = !</code>. A key with dots (the size class 0.5-1) can be quoted:
 <code>per_size_class."0.5-1".recall</code>; a number indexes a list
 (<code>bootstrap.ci.f1.0</code>, the lower bound of F1's interval).</li>
+<li><code>*</code> stands for every key at its level: <code>per_size_class.*.recall</code>
+checks every size class.</li>
 <li>Comparisons allow a relative tolerance of 1e-9 (as the IoU threshold does). A value that
-is null in the report (an undefined metric) fails its condition.</li>
+is null in the report (an undefined metric) fails its condition, and a wildcard checks every
+value it reaches, nulls included: <code>per_class.*.iou &gt;= 0.5</code> fails on a class
+absent from both maps (its IoU is null). A <code>?</code> after the key skips null values
+instead: <code>per_class.*.iou? &gt;= 0.5</code> checks the classes that have an IoU and lists
+the others as skipped (SKIPPED_COUNT). A condition all of whose values are null checks
+nothing: the run says so in a warning.</li>
 </ul>
 <p>A condition that cannot be read, or a key the report does not have, stops the run with a
 message naming it (and the keys that are there).</p>
@@ -77,7 +86,8 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
                     multiLine=True,
                 ),
                 self.tr("key operator number, separated by ';' or new lines; operators >= > "
-                        "<= < == !=; '*' for every key at a level."),
+                        "<= < == !=; '*' for every key at a level; '?' after the key skips "
+                        "null values (per_class.*.iou? >= 0.5)."),
             )
         )
         self.addParameter(
@@ -95,12 +105,14 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
             table_sink(
                 self.OUTPUT, "Threshold checks", self.tr,
                 "One row per value checked: condition, key, operator, threshold, value, "
-                "passed.",
+                "passed, skipped (a null value under a condition with '?').",
                 optional=True,
             )
         )
         self.addOutput(QgsProcessingOutputNumber("FAILED_COUNT", self.tr("Failed checks")))
         self.addOutput(QgsProcessingOutputNumber("CHECK_COUNT", self.tr("Values checked")))
+        self.addOutput(QgsProcessingOutputNumber(
+            "SKIPPED_COUNT", self.tr("Null values skipped ('?' conditions)")))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
@@ -128,10 +140,16 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         outputs = self._write_table(parameters, context, results)
         failed = sum(not r.passed for r in results)
         for r in results:
+            verdict = "skip" if r.skipped else ("pass" if r.passed else "FAIL")
             feedback.pushInfo(
-                f"{'pass' if r.passed else 'FAIL'}  {r.path} = {r.value} "
+                f"{verdict}  {r.path} = {'null' if r.value is None else r.value} "
                 f"({r.operator} {r.threshold:g})"
             )
+        for condition in checked_nothing(results):
+            # Not a pass: every value the condition reaches is null, so it checked nothing.
+            feedback.pushWarning(
+                f"{condition}: every value it reaches is null and was skipped ('?'): this "
+                f"condition checked nothing")
         if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
             # One line: QGIS shows an exception up to three times (log, error, qgis_process)
             head, *lines = failure_message(results).splitlines()
@@ -139,33 +157,16 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         if failed:
             feedback.pushWarning(failure_message(results))
         feedback.setProgress(100)
-        return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results)}
+        skipped = sum(r.skipped for r in results)
+        return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results) - skipped,
+                "SKIPPED_COUNT": skipped}
 
     def _write_table(self, parameters, context, results) -> dict:
         if not requested(parameters, self.OUTPUT):
             return {}
-        fields = QgsFields()
-        for name, kind in (
-            ("condition", QVariant.String),
-            ("key", QVariant.String),
-            ("operator", QVariant.String),
-            ("threshold", QVariant.Double),
-            ("value", QVariant.Double),
-            ("passed", QVariant.Bool),
-        ):
-            fields.append(QgsField(name, kind))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
-        features = []
-        for r in results:
-            feature = QgsFeature()
-            feature.setAttributes(
-                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed)]
-            )
-            features.append(feature)
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-        return {self.OUTPUT: dest_id}
+        fields = (("condition", FIELD_STRING), ("key", FIELD_STRING), ("operator", FIELD_STRING),
+                  ("threshold", FIELD_DOUBLE), ("value", FIELD_DOUBLE), ("passed", FIELD_BOOL),
+                  ("skipped", FIELD_BOOL))
+        rows = ([r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
+                 bool(r.skipped)] for r in results)
+        return {self.OUTPUT: self.write_table(parameters, self.OUTPUT, context, fields, rows)}

@@ -8,6 +8,7 @@ from qgis.core import (
     QgsProcessingParameterDefinition,
     QgsWkbTypes,
 )
+from qgis.PyQt.QtCore import QMetaType
 
 try:  # QGIS >= 3.36
     VECTOR_POLYGON = Qgis.ProcessingSourceType.VectorPolygon
@@ -40,3 +41,32 @@ except AttributeError:
     FAST_INSERT = QgsFeatureSink.FastInsert
 
 QGIS_VERSION = Qgis.QGIS_VERSION
+
+
+# Field types. QGIS 3.38 deprecated QgsField(name, QVariant.Type) for QgsField(name,
+# QMetaType.Type), and Qt 6 has no QVariant type enum at all; QGIS 3.22 - 3.36 take a
+# QVariant.Type, which PyQt5 also accepts as its integer id, the same as QMetaType.Type's.
+_META_TYPE_FIELDS = Qgis.QGIS_VERSION_INT >= 33800
+
+
+def _field_type(meta_type):
+    return meta_type if _META_TYPE_FIELDS else int(meta_type)
+
+
+FIELD_BOOL = _field_type(QMetaType.Type.Bool)
+FIELD_INT = _field_type(QMetaType.Type.Int)
+FIELD_UINT = _field_type(QMetaType.Type.UInt)
+FIELD_LONG = _field_type(QMetaType.Type.LongLong)
+FIELD_ULONG = _field_type(QMetaType.Type.ULongLong)
+FIELD_DOUBLE = _field_type(QMetaType.Type.Double)
+FIELD_STRING = _field_type(QMetaType.Type.QString)
+FIELD_DATE = _field_type(QMetaType.Type.QDate)
+FIELD_TIME = _field_type(QMetaType.Type.QTime)
+FIELD_DATETIME = _field_type(QMetaType.Type.QDateTime)
+
+
+def field_type_id(field_type) -> int:
+    """The integer id of a field type: a QgsField.type() (a QVariant.Type on Qt 5, a
+    QMetaType.Type on Qt 6), one of the FIELD_* constants, or an int. The ids are QMetaType's
+    (Int 2, LongLong 4, Double 6, QString 10, ...), the same under Qt 5 and Qt 6."""
+    return int(getattr(field_type, "value", field_type))

@@ -5,19 +5,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qgis.PyQt.QtCore import QVariant
+from .compat import (
+    FIELD_BOOL,
+    FIELD_DATE,
+    FIELD_DATETIME,
+    FIELD_DOUBLE,
+    FIELD_INT,
+    FIELD_LONG,
+    FIELD_TIME,
+    FIELD_UINT,
+    FIELD_ULONG,
+    field_type_id,
+)
 
-#: GDAL's CSV column types (https://gdal.org/drivers/vector/csv.html) of QVariant types.
+#: GDAL's CSV column types (https://gdal.org/drivers/vector/csv.html) of field type ids
+#: (compat.field_type_id).
 _CSVT_TYPES = {
-    QVariant.Int: "Integer",
-    QVariant.UInt: "Integer",
-    QVariant.LongLong: "Integer64",
-    QVariant.ULongLong: "Integer64",
-    QVariant.Double: "Real",
-    QVariant.Bool: "Integer(Boolean)",
-    QVariant.Date: "Date",
-    QVariant.Time: "Time",
-    QVariant.DateTime: "DateTime",
+    field_type_id(FIELD_INT): "Integer",
+    field_type_id(FIELD_UINT): "Integer",
+    field_type_id(FIELD_LONG): "Integer64",
+    field_type_id(FIELD_ULONG): "Integer64",
+    field_type_id(FIELD_DOUBLE): "Real",
+    field_type_id(FIELD_BOOL): "Integer(Boolean)",
+    field_type_id(FIELD_DATE): "Date",
+    field_type_id(FIELD_TIME): "Time",
+    field_type_id(FIELD_DATETIME): "DateTime",
 }
 
 
@@ -44,7 +56,7 @@ def write_csvt(csv_file: Path, fields) -> Path:
 
     Raises OSError when the file cannot be written.
     """
-    types = [_CSVT_TYPES.get(field.type(), "String") for field in fields]
+    types = [_CSVT_TYPES.get(field_type_id(field.type()), "String") for field in fields]
     path = csv_file.with_suffix(".csvt")
     path.write_text(",".join(f'"{t}"' for t in types) + "\n", encoding="utf-8")
     return path

@@ -20,9 +20,10 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
+from .compat import field_type_id
 from .wkb import geometries_from_wkb
 
-#: Field types read directly, as QVariant / QMetaType ids (equal in both): Int, LongLong,
+#: Field types read directly, as QMetaType ids (compat.field_type_id): Int, LongLong,
 #: Double, QString. Dates, times, binary, lists and maps are values QGIS makes its own
 #: objects of, and GDAL 3.6 gives wrong values for booleans past the first few rows
 #: (measured: [True, None, None, True, False, True] read as [True, --, --, False, False,
@@ -92,7 +93,7 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
     if not hasattr(ogr.Layer, "GetArrowStreamAsNumPy"):  # GDAL < 3.6
         return None
     wanted = range(fields.count()) if attribute_indices is None else sorted(set(attribute_indices))
-    if any(int(fields.at(i).type()) not in DIRECT_FIELD_TYPES for i in wanted):
+    if any(field_type_id(fields.at(i).type()) not in DIRECT_FIELD_TYPES for i in wanted):
         return None
     gdal.PushErrorHandler("CPLQuietErrorHandler")  # failures fall back to QGIS, silently
     try:

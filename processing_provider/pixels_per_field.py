@@ -15,19 +15,17 @@ from qgis.core import (
     QgsProcessingParameterString,
     QgsProcessingUtils,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.geometry.pixels import pixels_per_field
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .parameters import add_missing_help
-from .compat import FAST_INSERT, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
+from .compat import FAST_INSERT, FIELD_DOUBLE, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .validation import polygon_source_error
 from .layers import (
     WRITE_BATCH_ROWS,
     crs_for_pyproj,
-    forward_core_log,
     qgis_values,
     read_source,
 )
@@ -112,16 +110,13 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
         features = read_source(source, feedback, (0, 50))
         if features is None:
             return {}
-        try:
-            with forward_core_log(feedback):
-                values = pixels_per_field(
-                    features.geometries, features.crs_wkt, gsd_m, equal_area_crs
-                )
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        values = self.run_core(feedback, pixels_per_field, features.geometries,
+                               features.crs_wkt, gsd_m, equal_area_crs)
+        if values is None:
+            return {}
         name = self.parameterAsString(parameters, self.FIELD_NAME, context).strip()
         new_field = QgsFields()
-        new_field.append(QgsField(name, QVariant.Double))
+        new_field.append(QgsField(name, FIELD_DOUBLE))
         fields = QgsProcessingUtils.combineFields(source.fields(), new_field)
         sink, dest_id = self.parameterAsSink(
             parameters, self.OUTPUT, context, fields, source.wkbType(), source.sourceCrs()

@@ -4,19 +4,17 @@ footprints, an adapter over core.pairs.footprint."""
 from __future__ import annotations
 
 from qgis.core import (
-    QgsFeature,
     QgsField,
     QgsFields,
     QgsProcessingException,
     QgsProcessingParameterField,
 )
-from qgis.PyQt.QtCore import QVariant
 
-from ..core import EvaluationCanceled
 from ..core.pairs.footprint import footprint_iou
+from ..core.util.wording import count_of, plural
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY
-from .layers import forward_core_log, qgis_values, read_source
+from .compat import FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, field_type_id
+from .layers import qgis_values, read_source
 from .parameters import (
     equal_area_crs_parameter,
     equal_area_crs_value,
@@ -154,40 +152,21 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
             if source is None:
                 raise QgsProcessingException(self.invalidSourceError(parameters, name))
         id_field = self.parameterAsString(parameters, self.ID_FIELD, context)
-        indices = {
-            name: source.fields().lookupField(id_field) if id_field else -1
-            for name, source in sources.items()
-        }
-        features = {}
-        for (name, source), span in zip(sources.items(), ((0, 20), (20, 40))):
-            features[name] = read_source(
-                source, feedback, span, [indices[name]] if indices[name] >= 0 else []
-            )
-            if features[name] is None:
-                return {}
-        predicted, reference = features[self.PREDICTED], features[self.REFERENCE]
-
-        def ids(name):
-            if not id_field:
-                return None
-            return [attributes[indices[name]] for attributes in features[name].attributes]
-
-        try:
-            with forward_core_log(feedback):
-                result = footprint_iou(
-                    predicted.geometries,
-                    reference.geometries,
-                    predicted_crs=predicted.crs_wkt,
-                    reference_crs=reference.crs_wkt,
-                    equal_area_crs=equal_area_crs_value(self, parameters, context),
-                    predicted_ids=ids(self.PREDICTED),
-                    reference_ids=ids(self.REFERENCE),
-                    progress=FeedbackProgress(feedback, 40, 90),
-                )
-        except EvaluationCanceled:
+        read = self._read_layers(feedback, sources, id_field)
+        if read is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        (predicted, predicted_ids), (reference, reference_ids) = read
+        result = self.run_core(
+            feedback, footprint_iou, predicted.geometries, reference.geometries,
+            predicted_crs=predicted.crs_wkt,
+            reference_crs=reference.crs_wkt,
+            equal_area_crs=equal_area_crs_value(self, parameters, context),
+            predicted_ids=predicted_ids,
+            reference_ids=reference_ids,
+            progress=FeedbackProgress(feedback, 40, 90),
+        )
+        if result is None:
+            return {}
         overall = result.overall
         feedback.pushInfo(
             f"IoU {overall.iou[0]:.4f}, Dice {overall.dice[0]:.4f}, GIoU {overall.giou[0]:.4f}, "
@@ -200,8 +179,9 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         ):
             if count:
                 feedback.pushWarning(
-                    f"{count} {name} rows have no {id_field}: they count in the whole-layer "
-                    "row only"
+                    f"{count_of(count, f'{name} row')} {plural(count, 'has', 'have')} no "
+                    f"{id_field}: {plural(count, 'it counts', 'they count')} in the "
+                    "whole-layer row only"
                 )
         results = self._write_table(parameters, context, feedback, result, sources, id_field)
         if results is None:
@@ -212,53 +192,54 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         feedback.setProgress(100)
         return results
 
+    def _read_layers(self, feedback, sources, id_field):
+        """((predicted, its ids), (reference, its ids)): each layer read with its ID_FIELD
+        (ids None without one); None when canceled."""
+        read = []
+        for source, span in zip(sources.values(), ((0, 20), (20, 40))):
+            index = source.fields().lookupField(id_field) if id_field else -1
+            features = read_source(source, feedback, span, [index] if index >= 0 else [])
+            if features is None:
+                return None
+            ids = [attributes[index] for attributes in features.attributes] if id_field else None
+            read.append((features, ids))
+        return read
+
     def _write_table(self, parameters, context, feedback, result, sources, id_field):
         """Write OUTPUT: the whole-layer row, then one row per id. None when canceled."""
         fields = QgsFields()
         fields.append(self._id_qfield(sources, id_field))
-        fields.append(QgsField("status", QVariant.String))
+        fields.append(QgsField("status", FIELD_STRING))
         for name in METRIC_COLUMNS:
-            fields.append(QgsField(name, QVariant.Double))
-        fields.append(QgsField("n_predicted", QVariant.LongLong))
-        fields.append(QgsField("n_reference", QVariant.LongLong))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY,
-            sources[self.REFERENCE].sourceCrs(),
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
+            fields.append(QgsField(name, FIELD_DOUBLE))
+        fields.append(QgsField("n_predicted", FIELD_LONG))
+        fields.append(QgsField("n_reference", FIELD_LONG))
         rows = [[None, "all"]
                 + [float(getattr(result.overall, a)[0]) for a in METRIC_COLUMNS.values()]
                 + [result.predicted.n_input, result.reference.n_input]]
         if result.ids is not None:
             columns = [qgis_values(getattr(result.by_id, a)) for a in METRIC_COLUMNS.values()]
-            id_is_text = fields.at(0).type() == QVariant.String
+            id_is_text = field_type_id(fields.at(0).type()) == field_type_id(FIELD_STRING)
             for k, value in enumerate(result.ids):
                 rows.append(
                     [str(value) if id_is_text else value, result.status[k]]
                     + [column[k] for column in columns]
                     + [int(result.n_predicted_rows[k]), int(result.n_reference_rows[k])]
                 )
-        features = []
-        for row in rows:
-            feature = QgsFeature()
-            feature.setAttributes(row)
-            features.append(feature)
         if feedback.isCanceled():
             return None
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-        return {self.OUTPUT: dest_id}
+        return {self.OUTPUT: self.write_table(parameters, self.OUTPUT, context, fields, rows,
+                                              sources[self.REFERENCE].sourceCrs())}
 
     def _id_qfield(self, sources, id_field):
         """The id column: the reference field's definition when both layers' fields have
         the same type, else text (ids then match by value, see core.pairs.footprint.id_key)."""
         if not id_field:
-            return QgsField("id", QVariant.String)
+            return QgsField("id", FIELD_STRING)
         reference = sources[self.REFERENCE].fields()
         predicted = sources[self.PREDICTED].fields()
         ref_field = reference.at(reference.lookupField(id_field))
         pred_field = predicted.at(predicted.lookupField(id_field))
         if ref_field.type() == pred_field.type():
             return QgsField(ref_field)
-        return QgsField(id_field, QVariant.String)
+        return QgsField(id_field, FIELD_STRING)

@@ -4,7 +4,6 @@ geometries, an adapter over core.text.spatial_match."""
 from __future__ import annotations
 
 from qgis.core import (
-    QgsCoordinateReferenceSystem,
     QgsField,
     QgsFields,
     QgsProcessingException,
@@ -13,29 +12,37 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterNumber,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.reports.spatial_match import build_report, render_html
-from ..core.util.progress import EvaluationCanceled
+from ..core.util.wording import count_of, plural
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, NO_GEOMETRY, TABLE
-from .layers import feature_batches, qgis_values
+from .compat import (
+    FIELD_BOOL,
+    FIELD_DOUBLE,
+    FIELD_INT,
+    FIELD_LONG,
+    FIELD_STRING,
+    TABLE,
+)
+from .layers import qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,
     image_size_parameters,
+    padded_square_parameter,
     read_columns,
 )
 from .parameters import add_missing_help, report_destinations, requested
 from .progress import fraction_progress
-from .reporting import input_description, plain_parameters, provenance, write_reports
+from .reporting import input_description, provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -59,7 +66,8 @@ failed row with its reason, never an aborted run and never a zero box. A row exp
 cannot be read is not scored (listed, counted).</p>
 <p><b>Summary</b> over scored rows: pass rate, mean, median and 10th percentile of the best
 IoU, Acc@τ for τ = 0.1, 0.3, 0.5, 0.7, 0.9 (share of rows with best IoU ≥ τ), cumulative IoU
-(Σ intersections / Σ unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
+(Σ intersections / Σ unions over rows; an answer on a row that expects nothing adds its
+area to the unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
 (answers that could not be read), hallucination rate (answers with a geometry out of bounds),
 empty-answer rate, point-hit rate; by group with a group field (model, prompt, class).</p>
 """ + HELP_CONVENTIONS
@@ -109,6 +117,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             self.tr("Coordinate format (both columns)")))
         for parameter in image_size_parameters(self.INPUT):
             self.addParameter(parameter)
+        self.addParameter(padded_square_parameter())
         self.addParameter(QgsProcessingParameterNumber(
             self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
             QgsProcessingParameterNumber.Double, defaultValue=0.5, minValue=0.0, maxValue=1.0))
@@ -157,19 +166,17 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
 
-        try:
-            result = spatial_match(
-                columns["answer"], columns["expected"],
-                coordinate_format=coordinate_format(self, parameters, context),
-                image_widths=columns["width"], image_heights=columns["height"],
-                iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
-                groups=columns["group"] if indices["group"] >= 0 else None,
-                progress=fraction_progress(feedback, 10, 85),
-            )
-        except EvaluationCanceled:
+        result = self.run_core(
+            feedback, spatial_match, columns["answer"], columns["expected"],
+            coordinate_format=coordinate_format(self, parameters, context),
+            image_widths=columns["width"], image_heights=columns["height"],
+            iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
+            groups=columns["group"] if indices["group"] >= 0 else None,
+            progress=fraction_progress(feedback, 10, 85),
+            padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
+        )
+        if result is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         results = {}
         if requested(parameters, self.OUTPUT):
             results[self.OUTPUT] = self._write_rows(parameters, context, source, indices,
@@ -180,7 +187,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             result,
             {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
             provenance(),
-            {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            reproduce(self, parameters, context),
             row_ids,
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
@@ -190,34 +197,32 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             (self.REPORT_HTML, lambda data: render_html(data, best_iou)),
         )))
         metrics = result.metrics
-        for warning in report["warnings"]:
-            feedback.pushWarning(warning)
-        feedback.pushInfo(
-            f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
-            f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
-            f"hallucinated {metrics['count_hallucinated']}")
+        _log_result(feedback, report["warnings"], metrics)
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))
         feedback.setProgress(100)
         return results
 
     def _write_rows(self, parameters, context, source, indices, row_ids, rows):
-        types = {"str": QVariant.String, "int": QVariant.Int, "float": QVariant.Double,
-                 "bool": QVariant.Bool}
+        types = {"str": FIELD_STRING, "int": FIELD_INT, "float": FIELD_DOUBLE,
+                 "bool": FIELD_BOOL}
         fields = QgsFields()
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
-                    else QgsField("row_id", QVariant.LongLong))
+                    else QgsField("row_id", FIELD_LONG))
         id_field.setName("row_id")
         fields.append(id_field)
         for name, kind in ROW_COLUMNS:
             fields.append(QgsField(name, types[kind]))
-        sink, dest_id = self.parameterAsSink(parameters, self.OUTPUT, context, fields,
-                                             NO_GEOMETRY, QgsCoordinateReferenceSystem())
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
         columns = [qgis_values(row_ids)] + [qgis_values(rows[name]) for name, _ in ROW_COLUMNS]
-        for features in feature_batches(None, None, columns):
-            if not sink.addFeatures(features, FAST_INSERT):
-                raise QgsProcessingException(self.writeFeatureError(sink, parameters,
-                                                                    self.OUTPUT))
-        del sink
-        return dest_id
+        return self.write_features(parameters, self.OUTPUT, context, fields, columns)
+
+
+def _log_result(feedback, warnings, metrics) -> None:
+    """The report's warnings and the pass count in the log."""
+    for warning in warnings:
+        feedback.pushWarning(warning)
+    feedback.pushInfo(
+        f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
+        f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
+        f"mean best IoU "
+        f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
+        f"hallucinated {metrics['count_hallucinated']}")

@@ -66,8 +66,8 @@ def test_class_zero_is_a_class():
 
 
 def test_seed_article_worked_example():
-    # ../shared/seeds/iou_article.txt, "Example", part 4: the seed's own inputs; its printed
-    # output is "per-class IoU [0.951 0.803 0.703]  mean IoU 0.819  pixel accuracy 0.958".
+    # The IoU article ("Intersection over Union"), "Example", part 4: the seed's own inputs; its
+    # printed output is "per-class IoU [0.951 0.803 0.703]  mean IoU 0.819  pixel accuracy 0.958".
     label, seg = seed_label_maps()
     matrix = confusion_matrix(seg, label, ClassTable([0, 1, 2], fixed=True))
     metrics = class_metrics(matrix)
@@ -204,3 +204,15 @@ def test_blocks_accumulate_to_the_whole(reference, data, block):
     for start in range(0, len(reference), block):
         accumulate(parts, p[start:start + block], r[start:start + block])
     assert (parts == whole).all()
+
+
+def test_find_compares_at_the_precision_of_the_array():
+    from iou_evaluation.core.classmaps.confusion import ClassTable
+
+    table = ClassTable([0.1, 2, 300])
+    assert table.find(0.10000000149011612, "float32") == 0  # Float32's 0.1
+    assert table.find(0.10000000149011612, "float64") is None
+    assert table.find(2.0, "uint8") == 1
+    assert table.find(2.5, "uint8") is None
+    assert table.find(300, "uint8") is None  # not a Byte value
+    assert table.find(300, "int16") == 2

@@ -444,3 +444,95 @@ def test_boundary_tolerance_through_the_algorithm_by_hand(ioueval_provider):
     metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
     assert metrics["boundary_recall"] == pytest.approx(202 / 400, rel=1e-6)
     assert metrics["boundary_precision"] == pytest.approx(202 / 400, rel=1e-6)
+
+
+def test_the_predicted_id_names_predictions_in_every_output(ioueval_provider, tmp_path):
+    from qgis_layers import box_wkt, memory_layer
+
+    # r1 = [0,10]² matched by pA = [1,11]×[0,10] (IoU 90/110); r2 = [20,30]×[0,10] missed,
+    # pB = [27,37]×[0,10] overlaps it (IoU 30/170); pC overlaps nothing.
+    predicted = memory_layer([box_wkt(1, 0, 11, 10), box_wkt(27, 0, 37, 10),
+                              box_wkt(50, 0, 60, 10)], ids=["pA", "pB", "pC"], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10), box_wkt(20, 0, 30, 10)],
+                             ids=["r1", "r2"], name="r")
+    fid = {f["id"]: f.id() for f in predicted.getFeatures()}
+    result = run({
+        "PREDICTED": predicted, "REFERENCE": reference, "REFERENCE_ID_FIELD": "id",
+        "PREDICTED_ID_FIELD": "id", "PER_FIELD": str(tmp_path / "per_field.csv"),
+    })
+    table = {f["id"]: f for f in layer_of(result["PER_FIELD"]).getFeatures()}
+    assert (table["r1"]["pred_id"], table["r1"]["pred_fid"]) == ("pA", fid["pA"])
+    assert table["r1"]["max_overlap_pred_id"] == "pA"
+    assert table["r1"]["iou"] == pytest.approx(90 / 110)
+    assert table["r2"]["pred_id"] in (NULL, None, "") and table["r2"]["pred_fid"] in (NULL, None)
+    assert (table["r2"]["max_overlap_pred_id"], table["r2"]["max_overlap_pred_fid"]) == (
+        "pB", fid["pB"])
+    header = (tmp_path / "per_field.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[header.index("pred_fid") + 1] == "pred_id"
+    tp = [(f["ref_id"], f["pred_id"], f["pred_fid"])
+          for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()]
+    assert tp == [("r1", "pA", fid["pA"])]
+    fp = sorted((f["pred_id"], f["pred_fid"])
+                for f in layer_of(result["FALSE_POSITIVES"]).getFeatures())
+    assert fp == [("pB", fid["pB"]), ("pC", fid["pC"])]
+    fn = [(f["id"], f["max_overlap_pred_id"], f["max_overlap_pred_fid"])
+          for f in layer_of(result["FALSE_NEGATIVES"]).getFeatures()]
+    assert fn == [("r2", "pB", fid["pB"])]
+
+
+def test_without_a_predicted_id_the_layers_still_name_the_prediction_by_feature_id(
+        ioueval_provider):
+    from qgis_layers import box_wkt, memory_layer
+
+    predicted = memory_layer([box_wkt(1, 0, 11, 10), box_wkt(50, 0, 60, 10)], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10)], name="r")
+    fids = [f.id() for f in predicted.getFeatures()]
+    result = run({"PREDICTED": predicted, "REFERENCE": reference})
+    assert [f["pred_fid"] for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()] == fids[:1]
+    fp = layer_of(result["FALSE_POSITIVES"])
+    assert [f["pred_fid"] for f in fp.getFeatures()] == fids[1:]
+    assert "pred_id" not in fp.fields().names()
+
+
+def test_null_ids_are_counted_apart_from_repeated_ones(ioueval_provider):
+    # Five predictions with ids pA, NULL, pA, NULL, pB: two have no id (not "a repeated
+    # value NULL") and one repeats pA; the reference ids r1, NULL have one NULL.
+    from qgis.core import QgsProcessingFeedback
+    from qgis_layers import box_wkt, memory_layer
+    from qgis_layers import run as run_with
+
+    class Warnings(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.warnings = []
+
+        def pushWarning(self, text):  # noqa: N802
+            self.warnings.append(text)
+
+    predicted = memory_layer([box_wkt(20 * k, 0, 20 * k + 10, 10) for k in range(5)],
+                             ids=["pA", None, "pA", None, "pB"], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10), box_wkt(20, 0, 30, 10)],
+                             ids=["r1", None], name="r")
+    feedback = Warnings()
+    run_with(ALGORITHM, {**TEMPORARY_OUTPUTS, "PREDICTED": predicted, "REFERENCE": reference,
+                         "PREDICTED_ID_FIELD": "id", "REFERENCE_ID_FIELD": "id"},
+             feedback=feedback)
+    ids = [w for w in feedback.warnings if "_ID_FIELD" in w]
+    assert ids == [
+        "REFERENCE_ID_FIELD: id is NULL on 1 reference: the per-field table cannot be "
+        "joined back one to one",
+        "PREDICTED_ID_FIELD: id is NULL on 2 predictions: pred_id does not name one "
+        "prediction (pred_fid does)",
+        "PREDICTED_ID_FIELD: id has repeated values (1 row repeats an earlier value): "
+        "pred_id does not name one prediction (pred_fid does)",
+    ]
+
+
+def test_a_missing_predicted_id_field_is_named(ioueval_provider):
+    from qgis.core import QgsProcessingException
+    from qgis_layers import box_wkt, memory_layer
+
+    layer = memory_layer([box_wkt(0, 0, 1, 1)])
+    with pytest.raises(QgsProcessingException, match="PREDICTED_ID_FIELD"):
+        run({"PREDICTED": layer, "REFERENCE": memory_layer([box_wkt(0, 0, 1, 1)]),
+             "PREDICTED_ID_FIELD": "no_such_field"})

@@ -21,7 +21,7 @@ Sources: Everingham et al. (2010), "The PASCAL Visual Object Classes (VOC) Chall
 Convolutional Networks for Semantic Segmentation", CVPR, §5 (pixel accuracy, mean IU,
 frequency weighted IU); Story & Congalton (1986), "Accuracy assessment: a user's
 perspective", PE&RS 52(3) (user's and producer's accuracy); Dice (1945), Ecology 26(3);
-../shared/seeds/iou_article.txt (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
+the IoU article, "Intersection over Union" (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..util.rates import safe_divide
 
 #: Labels of the two extra prediction rows.
 OTHER = "other"
@@ -70,6 +72,22 @@ class ClassTable:
         """Matrix position of a class code, None when it is not a class."""
         return self._position.get(value)
 
+    def find(self, value, dtype) -> int | None:
+        """Matrix position of the class ``value`` as an array of ``dtype`` (numpy dtype or
+        name) stores it (``lookup``'s rule: a Float32 raster's 0.1 is the class 0.1), None
+        when it is not a class or ``dtype`` cannot hold it."""
+        dtype = np.dtype(dtype)
+        if dtype.kind in "iub" and not float(value).is_integer():
+            return None
+        try:
+            code = np.asarray([value]).astype(dtype, casting="unsafe")
+        except (OverflowError, ValueError):
+            return None
+        if dtype.kind in "iub" and float(code[0]) != float(value):
+            return None
+        k = int(self.lookup(code, -1)[0])
+        return k if k >= 0 else None
+
     def add(self, values) -> list:
         """Append the codes not known yet (in the order given); returns the new ones."""
         new = [v for v in values if v not in self._position]
@@ -100,13 +118,37 @@ class ClassTable:
             return table[index]  # fancy indexing: twice as fast as np.take here
         if not numeric:
             return np.full(codes.shape, missing, dtype=np.int32)
-        keys = np.array([v for v, _ in numeric], dtype=np.float64)
-        order = np.argsort(keys)
-        keys, positions = keys[order], np.array([k for _, k in numeric], np.int32)[order]
-        flat = codes.reshape(-1).astype(np.float64, copy=False)
+        keys, positions = _keys_at_precision(numeric, codes.dtype)
+        flat = codes.reshape(-1)
+        if codes.dtype.kind != "f":
+            flat = flat.astype(np.float64, copy=False)
         at = np.clip(np.searchsorted(keys, flat), 0, len(keys) - 1)
         out = np.where(keys[at] == flat, positions[at], missing).astype(np.int32)
         return out.reshape(codes.shape)
+
+
+def _keys_at_precision(numeric, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted class codes as the codes' own type stores them, and their matrix positions.
+
+    Float codes are compared at the precision of the array that holds them: the class 0.1
+    is the Float32 pixel 0.1 (stored as 0.10000000149011612). Two classes that one precision
+    cannot tell apart (0.1 and 0.10000000149011612 in a Float32 array) take the class whose
+    value is that stored number's shortest decimal form (``unique_codes``' spelling), else
+    the first one.
+    """
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        chosen = {}
+        for value, k in numeric:
+            stored = dtype.type(value)
+            canonical = float(str(stored)) == float(value)
+            if stored not in chosen or (canonical and not chosen[stored][1]):
+                chosen[stored] = (k, canonical)
+        keys = np.array(sorted(chosen), dtype=dtype)
+        positions = np.array([chosen[key][0] for key in keys.tolist()], dtype=np.int32)
+        return keys, positions
+    keys = np.array([v for v, _ in numeric], dtype=np.float64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.array([k for _, k in numeric], np.int32)[order]
 
 
 def _is_number(value) -> bool:
@@ -119,7 +161,8 @@ def unique_codes(codes: np.ndarray) -> list:
     """The distinct codes of a numeric array, as Python numbers in increasing order.
 
     Integers of at most 16 bits are counted with ``np.bincount`` (no sort); other arrays use
-    ``np.unique``. NaN is not a code.
+    ``np.unique``. NaN is not a code. Floats are spelt at their own precision
+    (``plain_code``: a Float32 0.1 is 0.1).
     """
     codes = np.asarray(codes).reshape(-1)
     if len(codes) == 0:
@@ -131,8 +174,20 @@ def unique_codes(codes: np.ndarray) -> list:
     values = np.unique(codes)
     if values.dtype.kind == "f":
         values = values[~np.isnan(values)]
-        return [int(v) if float(v).is_integer() else float(v) for v in values]
+        return [plain_code(v) for v in values]
     return [int(v) for v in values]
+
+
+def plain_code(value):
+    """A class code as a Python number, spelt at the precision of its type: int when
+    integral, else the shortest decimal that the type reads back as the same number
+    (np.float32(0.1) is 0.1, not 0.10000000149011612)."""
+    if isinstance(value, (np.floating, float)):
+        number = float(value)
+        if not np.isfinite(number) or number.is_integer():
+            return int(number) if np.isfinite(number) else number
+        return float(str(value)) if isinstance(value, np.floating) else number
+    return int(value)
 
 
 def new_matrix(k: int, dtype=np.int64) -> np.ndarray:
@@ -248,7 +303,7 @@ def class_metrics(matrix: np.ndarray) -> dict:
     fn = reference_total - tp
     union = tp + fp + fn
     present = union > 0
-    iou = _divide(tp, union)
+    iou = safe_divide(tp, union, zero_division=np.nan)
     total = m.sum()
     n_present = int(present.sum())
     reference_sum = reference_total.sum()
@@ -257,34 +312,27 @@ def class_metrics(matrix: np.ndarray) -> dict:
         "fp": fp,
         "fn": fn,
         "iou": iou,
-        "dice": _divide(2 * tp, 2 * tp + fp + fn),
-        "precision": _divide(tp, tp + fp),
-        "recall": _divide(tp, tp + fn),
+        "dice": safe_divide(2 * tp, 2 * tp + fp + fn, zero_division=np.nan),
+        "precision": safe_divide(tp, tp + fp, zero_division=np.nan),
+        "recall": safe_divide(tp, tp + fn, zero_division=np.nan),
         "reference_total": reference_total,
         "predicted_total": predicted_total,
         "present": present,
         "miou": float(iou[present].mean()) if n_present else float("nan"),
-        "fwiou": float((reference_total * np.nan_to_num(iou)).sum() / reference_sum)
-        if reference_sum > 0 else float("nan"),
-        "pixel_accuracy": float(tp.sum() / total) if total > 0 else float("nan"),
-        "miou_absent_as_zero": float(np.nan_to_num(iou).sum() / k) if k else float("nan"),
+        "fwiou": float(safe_divide((reference_total * np.nan_to_num(iou)).sum(), reference_sum,
+                                   zero_division=np.nan)),
+        "pixel_accuracy": float(safe_divide(tp.sum(), total, zero_division=np.nan)),
+        "miou_absent_as_zero": float(safe_divide(np.nan_to_num(iou).sum(), k,
+                                                 zero_division=np.nan)),
         "n_present": n_present,
         "n_classes": k,
     }
 
 
-def _divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den elementwise, NaN where den is 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
 def normalised(matrix: np.ndarray, axis: int) -> np.ndarray:
     """Row- (axis=1) or column-normalised (axis=0) shares of a matrix; NaN for empty lines."""
     m = np.asarray(matrix, dtype=np.float64)
-    sums = m.sum(axis=axis, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), np.nan)
+    return safe_divide(m, m.sum(axis=axis, keepdims=True), zero_division=np.nan)
 
 
 def conventions(metrics: dict) -> dict:

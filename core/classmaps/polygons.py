@@ -12,7 +12,8 @@ reference says nothing there.
 
 Two polygons of different classes on the same ground in one layer count once per class (the
 ground is in both classes' areas) and are reported; polygons of one class that overlap count
-once (the class is dissolved). Rows without a class value are dropped and counted.
+once (the class is dissolved). Rows without a class value are dropped and counted: they
+move nothing, not even the extent of the area compared.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..geometry.crs import check_equal_area, crs_label, evaluation_crs, resolve_
 from ..matching.labels import MISSING, normalise_labels
 from ..pairs.overlap import intersection_area, overlap_pairs
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
 from ..geometry.prepare import prepare_layer
 
 logger = logging.getLogger(__name__)
@@ -75,11 +77,13 @@ def polygon_class_confusion(
             (n_ref,), in their CRSs.
         predicted_classes, reference_classes: sequences of class values of the same lengths
             (numbers or text, compared by ``labels.class_key``: 3, 3.0 and "3" are one class,
-            "Forest" and "forest " too; None/NaN/NULL/blank: no class).
+            "Forest" and "forest " too, and "Forêt" in NFC and NFD; None/NaN/NULL/blank: no
+            class).
         predicted_crs, reference_crs: anything pyproj reads, or None for both (planar units).
         equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
         study_area: optional sequence of polygons: the area compared (default: the overlap
-            of the two layers' extents, as bounding boxes in the equal-area CRS).
+            of the two layers' extents, as bounding boxes in the equal-area CRS, of their
+            rows with a class: a row without one is not scored and moves nothing).
         study_area_crs: its CRS; None only when the layers have none either (a study area
             without a CRS is never taken to be in the layers' CRS).
         progress: optional callable(fraction done); may raise to cancel.
@@ -93,7 +97,8 @@ def polygon_class_confusion(
     for geoms, values, name in ((predicted, predicted_classes, "predicted"),
                                 (reference, reference_classes, "reference")):
         if len(values) != len(geoms):
-            raise ValueError(f"{name}_classes has {len(values)} values for {len(geoms)} rows")
+            raise ValueError(f"{name}_classes has {count_of(len(values), 'value')} for "
+                             f"{count_of(len(geoms), 'row')}")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
@@ -106,7 +111,9 @@ def polygon_class_confusion(
     pred_values = [predicted_classes[i] for i in pred.keep.tolist()]
     ref_labels = normalise_labels(ref_values, case_insensitive=True)
     pred_labels = normalise_labels(pred_values, case_insensitive=True)
-    extent, extent_kind = _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs)
+    extent, extent_kind = _area_compared(ref.geometries[ref_labels != MISSING],
+                                         pred.geometries[pred_labels != MISSING],
+                                         study_area, study_area_crs, ref_crs, ea_crs)
     ref_parts = _dissolve_by_class(ref.geometries, ref_labels, extent)
     pred_parts = _dissolve_by_class(pred.geometries, pred_labels, extent)
     step(0.6, 0.7)(1.0)
@@ -114,7 +121,24 @@ def polygon_class_confusion(
     keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
     spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
     classes = confusion.ClassTable([spelling[key] for key in keys])
-    k = classes.k
+    areas = _area_matrix(ref_parts, pred_parts, keys, step)
+    alignment = _alignment(ea_crs, extent, extent_kind, (ref, ref_labels, ref_parts),
+                           (pred, pred_labels, pred_parts), areas)
+    warnings += _class_warnings((ref_labels, ref_parts), (pred_labels, pred_parts))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
+    if nothing:
+        warnings.append(nothing)
+    for message in warnings:
+        logger.warning(message)
+    return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _area_matrix(ref_parts, pred_parts, keys, step) -> np.ndarray:
+    """The (K + 2, K) matrix of areas in m² (rows = prediction classes, OTHER, NO_PREDICTION;
+    columns = reference classes, in the order of ``keys``) from the class parts of both
+    layers: their overlaps, and the reference ground no predicted polygon covers."""
+    k = len(keys)
     areas = confusion.new_matrix(k, np.float64)
     position = {key: i for i, key in enumerate(keys)}
     r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
@@ -132,8 +156,15 @@ def polygon_class_confusion(
         )
     areas[k + 1, r_pos] = np.maximum(ref_parts.area_m2 - covered, 0.0)
     step(0.95, 1.0)(1.0)
+    return areas
 
-    alignment = {
+
+def _alignment(ea_crs, extent, extent_kind: str, reference, predicted, areas) -> dict:
+    """The report's "alignment": the CRS and area compared, each layer's area, rows and
+    overlaps (``reference``, ``predicted``: (prepared layer, labels, class parts))."""
+    (ref, ref_labels, ref_parts), (pred, pred_labels, pred_parts) = reference, predicted
+    k = areas.shape[1]
+    return {
         "equal_area_crs": crs_label(ea_crs),
         "extent": extent_kind,
         "area_compared_m2": float(extent.area) if extent is not None else 0.0,
@@ -147,34 +178,47 @@ def polygon_class_confusion(
         "reference_overlaps": ref_parts.overlaps(),
         "predicted_overlaps": pred_parts.overlaps(),
     }
-    for name, parts in (("reference", ref_parts), ("predicted", pred_parts)):
+
+
+def _class_warnings(reference, predicted) -> list:
+    """Warnings about the classes of each layer (``reference``, ``predicted``: (labels, class
+    parts)): ground of several classes, polygons without a class."""
+    warnings = []
+    for name, (_, parts) in (("reference", reference), ("predicted", predicted)):
         between = parts.overlaps()["between_classes_m2"]
         if between > 0:
             warnings.append(
                 f"the {name} layer has polygons of different classes on the same ground "
                 f"({between:.1f} m²): that ground counts once in each of its classes"
             )
-    for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
+    for name, (labels, _) in (("reference", reference), ("predicted", predicted)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
-            warnings.append(f"{missing} {name} polygons have no class value and are not scored")
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
-    if nothing:
-        warnings.append(nothing)
-    for message in warnings:
-        logger.warning(message)
-    return PolygonClassConfusion(classes, areas, alignment, warnings)
+            warnings.append(f"{count_of(missing, f'{name} polygon')} "
+                            f"{plural(missing, 'has', 'have')} no class value and "
+                            f"{plural(missing, 'is', 'are')} not scored")
+    return warnings
 
 
-def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
-    """Why the matrix is empty (None when it is not): an empty layer, an empty area
-    compared, or no classed reference ground inside it."""
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,
+                      labels=None) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, a layer none of whose
+    polygons has a class (``labels``: the reference's and the prediction's normalised labels),
+    an empty area compared, or no classed reference ground inside it."""
     if total_m2 > 0:
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
         if layer.n == 0:
-            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+            return (f"the {name} layer has no polygon to score "
+                    f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
+    for name, layer_labels in zip(("reference", "predicted"), labels or ()):
+        if not np.any(layer_labels != MISSING):
+            which = (f"the {name} layer's only polygon has no class value"
+                     if len(layer_labels) == 1 else
+                     f"none of the {count_of(len(layer_labels), f'{name} polygon')} has a "
+                     f"class value")
+            return f"{which}: nothing is compared"
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
             return "the study area has no polygon: nothing is compared"
@@ -196,9 +240,11 @@ def _steps(progress):
     return step
 
 
-def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
+def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, ea_crs):
     """(polygon or None, description): the study area prepared like the layers, or the
-    intersection of the two layers' bounding boxes in the equal-area CRS."""
+    intersection of the bounding boxes, in the equal-area CRS, of the two layers' rows that
+    have a class (``ref_geoms``, ``pred_geoms``: the rows that are scored; a row without a
+    class moves nothing)."""
     if study_area is not None:
         crs = resolve_crs(study_area_crs, "study_area_crs")
         if (crs is None) != (ref_crs is None):
@@ -212,14 +258,25 @@ def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
         if layer.n == 0:
             return None, "study area (empty)"
         return shapely.union_all(layer.geometries), "study area"
-    if ref.n == 0 or pred.n == 0:
+    if len(ref_geoms) == 0 or len(pred_geoms) == 0:
         return None, "overlap of the layers' extents (empty)"
-    a = shapely.total_bounds(ref.geometries)
-    b = shapely.total_bounds(pred.geometries)
+    a = shapely.total_bounds(ref_geoms)
+    b = shapely.total_bounds(pred_geoms)
     box = (max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3]))
     if box[0] >= box[2] or box[1] >= box[3]:
         return None, "overlap of the layers' extents (empty)"
     return shapely.box(*box), "overlap of the layers' extents"
+
+
+#: Relative rounding of a sum of overlay areas against their union's area (GEOS's overlays
+#: are exact to about 1e-15 relative per vertex; 1e-9 of the layer's area leaves every
+#: overlap a map can hold, a square metre of a 1,000 km² layer included).
+_OVERLAY_ROUNDING = 1e-9
+
+
+def _beyond_rounding(value: float, scale: float) -> float:
+    """``value`` (m²), or 0.0 when it is within ``scale`` of 0."""
+    return float(value) if value > scale else 0.0
 
 
 @dataclass
@@ -234,10 +291,15 @@ class _Dissolved:
     pair_overlaps: list
 
     def overlaps(self) -> dict:
-        """Ground covered more than once in this layer, in m²."""
+        """Ground covered more than once in this layer, in m²: differences of sums of areas
+        and of their union, so a difference within ``_OVERLAY_ROUNDING`` of the layer's area
+        (the rounding of the overlays: a tiling of classes gives ±1e-9 m² on 100 fields) is
+        0, never a negative area or an overlap that is not there."""
+        classes_m2 = float(self.area_m2.sum())
+        scale = _OVERLAY_ROUNDING * max(self.sum_of_rows_m2, classes_m2, 0.0)
         return {
-            "between_classes_m2": float(self.area_m2.sum() - self.union_area_m2),
-            "within_classes_m2": float(self.sum_of_rows_m2 - self.area_m2.sum()),
+            "between_classes_m2": _beyond_rounding(classes_m2 - self.union_area_m2, scale),
+            "within_classes_m2": _beyond_rounding(self.sum_of_rows_m2 - classes_m2, scale),
             "class_pairs": [
                 {"classes": [a, b], "area_m2": area} for a, b, area in self.pair_overlaps
             ],

@@ -1,7 +1,8 @@
 """Footprint IoU of two layers: each layer dissolved into one footprint, and optionally one
 footprint per id shared by the two layers.
 
-The robust function of ../shared/seeds/spatial_iou_guide.txt on whole layers: every row is
+The robust function of the spatial IoU guide ("Measuring Spatial IoU for LLM-Generated
+Geometries") on whole layers: every row is
 prepared by ``prepare_layer`` (repair first, then reprojection to the equal-area CRS, then
 repair again; null, empty, non-polygonal and zero-area rows dropped and counted), the rows are
 dissolved (``pair_metrics.dissolve``: a guarded overlay), and the footprints are scored by
@@ -123,7 +124,8 @@ def footprint_iou(
             projected in metres, ids given for one layer only or of the wrong length.
         TypeError: a layer given as a single geometry or a non-sequence.
 
-    Source: ../shared/seeds/spatial_iou_guide.txt (repair, reproject, guarded overlay, clamp);
+    Source: the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated Geometries"
+    (repair, reproject, guarded overlay, clamp);
     GIoU: Rezatofighi et al. (2019); DIoU: Zheng et al. (2020).
     """
     progress = progress or Progress()

@@ -98,8 +98,8 @@ def overlap_pair_table(
             that is not projected in metres.
         TypeError: a layer given as a single geometry or a non-sequence.
 
-    Source: IoU, Dice, GIoU, DIoU as in ``pair_metrics`` (../shared/seeds/iou_article.txt;
-    Rezatofighi et al. 2019; Zheng et al. 2020).
+    Source: IoU, Dice, GIoU, DIoU as in ``pair_metrics`` (the IoU article, "Intersection over
+    Union"; Rezatofighi et al. 2019; Zheng et al. 2020).
     """
     progress = progress or Progress()
     predicted = geometry_array(predicted, "predicted")
