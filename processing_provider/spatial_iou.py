@@ -37,11 +37,17 @@ dissolved into one footprint (and, with an id field, one footprint per id), then
 box enclosing both (Zheng et al. 2020).</li>
 </ul>
 <p>Areas are in m² in the equal-area CRS (default EPSG:6933). Order of operations, as in the
-spatial IoU guide: repair invalid geometries first (make_valid, structure method), then split
-edges into pieces of at most 50 m and reproject, then dissolve and overlay (an overlay GEOS
+spatial IoU guide: repair invalid geometries first (make_valid, structure method), then
+reproject (layers in longitude/latitude evaluated in a cylindrical equal-area CRS, the default,
+stay in longitude/latitude and their areas are computed exactly; in other cases edges are split
+at points of a 50 m grid where their image bends), then dissolve and overlay (an overlay GEOS
 cannot compute is retried on a 1e-12 precision grid, else scored as no overlap), and clamp the
 ratios to their ranges. Null, empty, non-polygonal and zero-area features are dropped and
-counted in the log. Every degenerate case has a value: a footprint with no area on one side
+counted in the log. World layers are read as by every algorithm here: an edge whose longitudes
+jump by more than 180° crosses the antimeridian the short way, a ring that then winds round the
+world encloses the pole nearer its mean latitude, caps drawn flat are read as drawn, and
+longitudes within 1e-4° of ±180° in a polygon drawn across the whole map (Antarctica) are its
+edges. Every degenerate case has a value: a footprint with no area on one side
 scores IoU = Dice = 0 and GIoU = DIoU = −1; no area on either side scores 0.</p>
 <p><b>Id field</b> (optional, a field both layers have): one row per id, the rows of each
 layer with that id dissolved; ids found in one layer only are listed with IoU 0 and status
