@@ -269,3 +269,30 @@ def test_a_tiling_of_classes_reports_no_overlap_of_rounding_size():
         assert overlaps["within_classes_m2"] == 0.0
         assert overlaps["class_pairs"] == []
     assert not any("same ground" in w for w in result.warnings)
+
+
+def test_longitude_latitude_layers_have_the_exact_areas_of_their_cylindrical_image():
+    # In a cylindrical equal-area CRS (EPSG:6933) a lon/lat box is a rectangle: its area is
+    # Δx·Δy of its corners projected by PROJ. Reference "a" on [10, 11] × [45, 46]; the
+    # prediction "a" on [10.5, 11.5] × [45, 46]: TP is [10.5, 11] × [45, 46], FN the
+    # reference's other half (no prediction there); the prediction's other half has no
+    # reference and is not scored (as reference nodata in a raster): FP 0.
+    import pyproj
+
+    to_map = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:6933", always_xy=True)
+
+    def rectangle(x0, x1, y0, y1):
+        (ax, bx), (ay, by) = to_map.transform([x0, x1], [y0, y1])
+        return (bx - ax) * (by - ay)
+
+    result = polygon_class_confusion([shapely.box(10.5, 45, 11.5, 46)], ["a"],
+                                     [shapely.box(10, 45, 11, 46)], ["a"],
+                                     predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                                     study_area=[shapely.box(9, 44, 12, 47)],
+                                     study_area_crs="EPSG:4326")
+    metrics = class_metrics(result.areas_m2)
+    assert metrics["tp"][0] == pytest.approx(rectangle(10.5, 11, 45, 46), rel=1e-9)
+    assert metrics["fp"][0] == 0.0
+    assert metrics["fn"][0] == pytest.approx(rectangle(10, 10.5, 45, 46), rel=1e-9)
+    assert result.alignment["area_compared_m2"] == pytest.approx(rectangle(9, 12, 44, 47),
+                                                                  rel=1e-9)
