@@ -674,6 +674,8 @@ def evaluate(
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
     tolerance_multiples=None,
+    executor=None,
+    work_unit_features: int | None = None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -712,6 +714,13 @@ def evaluate(
             ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
             multiple; on layers of more than ``boundary_curve.CURVE_SAMPLE_SIZE`` polygons, on
             a random sample of that many, said under ``boundary_by_tolerance.sample``).
+        executor: evaluate in exact work units (``units``) on this executor: any object whose
+            ``submit(fn, *args)`` returns a future (``concurrent.futures.Executor``, a
+            ``distributed.Client``; its workers must import this package). Identical results;
+            the returned layers then hold no geometries.
+        work_unit_features: evaluate in work units of about this many rows (default
+            ``units.UNIT_FEATURES`` when ``executor`` is given; None and no executor: one
+            piece).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -739,6 +748,11 @@ def evaluate(
         predicted_classes=predicted_classes, reference_classes=reference_classes,
         predicted_scores=predicted_scores,
     )
+    if executor is not None or work_unit_features is not None:
+        from .units import UNIT_FEATURES, evaluate_in_units  # units builds on these stages
+
+        return evaluate_in_units(rows, options, progress, executor,
+                                 work_unit_features or UNIT_FEATURES)
     progress.checkpoint(0, "Preparing geometries")
     layers = prepare_layers(rows, options, progress)
     progress.checkpoint(20, "Computing overlaps")
@@ -1257,13 +1271,15 @@ def _finite_max(values) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
-def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar):
+def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar,
+                       precomputed=None):
     """COCO-style AP over the evaluated predictions, references and ignore regions.
 
     COCO's object size ranges (32² and 96² pixels) apply in planar pixel space only; with
     groups (images) COCO's 100 detections per image are kept, without them every prediction.
     """
-    references = np.concatenate([ref.overlay, ignore.overlay])
+    references = (None if precomputed is not None
+                  else np.concatenate([ref.overlay, ignore.overlay]))
     crowd = np.r_[np.zeros(ref.n, dtype=bool), np.ones(ignore.n, dtype=bool)]
 
     def both(labels):
@@ -1271,7 +1287,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
 
     (ref_group, pred_group), (ref_class, pred_class) = groups, classes
     return average_precision(
-        pred.overlay,
+        None if precomputed is not None else pred.overlay,
         scores,
         references,
         predicted_class=None if pred_class is None else pred_class[pred.keep],
@@ -1283,6 +1299,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
         max_detections=COCO_MAX_DETECTIONS if pred_group is not None else None,
         area_ranges=COCO_AREA_RANGES if planar else None,
         area=None if pred.lonlat is None else pred.area_of,
+        precomputed=precomputed,
     )
 
 

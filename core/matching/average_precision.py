@@ -58,6 +58,7 @@ def average_precision(
     max_detections: int | None = COCO_MAX_DETECTIONS,
     area_ranges: Mapping | None = COCO_AREA_RANGES,
     area=None,
+    precomputed=None,
 ) -> dict:
     """COCO-style AP@[.50:.95], AP50, AP75, AR and per-class values of scored predictions.
 
@@ -115,6 +116,9 @@ def average_precision(
             no bounds (COCO's is [0, 1e10]).
         area: the area function of the geometries' space (``prepare.PreparedLayer.area_of``),
             or None for planar areas (``shapely.area``).
+        precomputed: None, or ``candidate_ious``' result for these layers (work units
+            compute it piece by piece): then ``predicted`` and ``reference`` are not read
+            and may be None.
 
     Returns:
         dict with
@@ -140,9 +144,12 @@ def average_precision(
     Source: Lin et al. (2014), Microsoft COCO; pycocotools ``COCOeval`` (evaluateImg,
     accumulate, summarize); GroundSet (Ferrod et al. 2026) for the taxonomy rule.
     """
-    predicted = _geometries(predicted, "predicted")
-    reference = _geometries(reference, "reference")
-    n_pred, n_ref = len(predicted), len(reference)
+    if precomputed is None:
+        predicted = _geometries(predicted, "predicted")
+        reference = _geometries(reference, "reference")
+        n_pred, n_ref = len(predicted), len(reference)
+    else:
+        n_pred, n_ref = len(precomputed[0]), len(precomputed[1])
     scores = _scores(scores, n_pred)
     max_detections = _check_max_detections(max_detections)
     ranges = _check_area_ranges(area_ranges)
@@ -153,8 +160,11 @@ def average_precision(
         predicted_group, reference_group, n_pred, n_ref, "predicted_group", "reference_group"
     )
     crowd = _flags(reference_ignore, n_ref, "reference_ignore")
-    pred_area = _areas(predicted, area)
-    ref_geometric_area = _areas(reference, area)
+    if precomputed is None:
+        pred_area = _areas(predicted, area)
+        ref_geometric_area = _areas(reference, area)
+    else:
+        pred_area, ref_geometric_area = precomputed[0], precomputed[1]
     ref_area = (
         ref_geometric_area if reference_area is None else _reference_area(reference_area, n_ref)
     )
@@ -168,10 +178,14 @@ def average_precision(
     cap = max_detections or max(n_pred, 1)  # detections kept per group and class
     kept = rank_in_group_class < cap
 
-    pair_pred, pair_ref, pair_iou = _candidate_ious(
-        predicted, reference, pred_area, ref_geometric_area, crowd, kept,
-        pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area,
-    )
+    if precomputed is None:
+        pair_pred, pair_ref, pair_iou = _candidate_ious(
+            predicted, reference, pred_area, ref_geometric_area, crowd, kept,
+            pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area,
+        )
+    else:  # COCO's matching does not depend on the order of the pairs
+        on = kept[precomputed[2]]
+        pair_pred, pair_ref, pair_iou = (v[on] for v in precomputed[2:])
 
     limits = sorted({1, min(10, cap), cap})
     range_masks = {"all": (np.ones(n_ref, dtype=bool), np.ones(n_pred, dtype=bool))}
@@ -225,6 +239,32 @@ def average_precision(
 
 
 # --- matching -------------------------------------------------------------------------------
+
+
+def candidate_ious(predicted, reference, *, predicted_class=None, reference_class=None,
+                   predicted_group=None, reference_group=None, reference_ignore=None,
+                   class_ancestors=None, area=None) -> tuple:
+    """The geometric part of ``average_precision`` (same arguments), for every prediction:
+    (predicted areas (n_pred,), reference areas (n_ref,), and int64 pred, int64 ref, float
+    IoU of the same-group, class-compatible pairs whose IoU can reach 0.50). Each value
+    depends only on the two polygons of a pair, so pieces of the layers give pieces of it."""
+    predicted = _geometries(predicted, "predicted")
+    reference = _geometries(reference, "reference")
+    n_pred, n_ref = len(predicted), len(reference)
+    pred_class, ref_class, class_names = _encode_pair(
+        predicted_class, reference_class, n_pred, n_ref, "predicted_class", "reference_class"
+    )
+    pred_group, ref_group, _ = _encode_pair(
+        predicted_group, reference_group, n_pred, n_ref, "predicted_group", "reference_group"
+    )
+    crowd = _flags(reference_ignore, n_ref, "reference_ignore")
+    pred_area, ref_area = _areas(predicted, area), _areas(reference, area)
+    pairs = _candidate_ious(
+        predicted, reference, pred_area, ref_area, crowd, np.ones(n_pred, dtype=bool),
+        pred_group, ref_group, pred_class, ref_class, len(class_names),
+        _ancestor_keys(class_ancestors, class_names), area,
+    )
+    return (pred_area, ref_area) + tuple(pairs)
 
 
 def _candidate_ious(
