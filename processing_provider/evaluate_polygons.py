@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from qgis.core import (
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
     QgsProcessingParameterFileDestination,
+    QgsProcessingParameterString,
 )
 from qgis.PyQt.QtCore import QVariant
 
@@ -156,6 +158,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     SCORE_FIELD = "SCORE_FIELD"
     BOUNDARY_TOLERANCE = "BOUNDARY_TOLERANCE"
     BOUNDARY_SAMPLE_SPACING = "BOUNDARY_SAMPLE_SPACING"
+    DASK_SCHEDULER = "DASK_SCHEDULER"
     TRUE_POSITIVES = TRUE_POSITIVES
     FALSE_POSITIVES = FALSE_POSITIVES
     FALSE_NEGATIVES = FALSE_NEGATIVES
@@ -254,6 +257,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 self.REFERENCE_GROUP_FIELD,
                 self.tr("Group field of the reference layer (image or tile id)"),
                 parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            ),
+            QgsProcessingParameterString(
+                self.DASK_SCHEDULER,
+                self.tr("Dask scheduler address (empty: this machine)"),
                 optional=True,
             ),
         ]
@@ -441,6 +449,22 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
         return equal_area_crs_value(self, parameters, context)
 
+    def _scheduler_error(self, parameters, context) -> str | None:
+        """Why the inputs cannot go to a Dask cluster: a selection, or a memory layer (the
+        workers open the layers' files themselves); None when they can."""
+        for name in (self.PREDICTED, self.REFERENCE):
+            value = parameters.get(name)
+            layer = self.parameterAsVectorLayer(parameters, name, context)
+            if getattr(value, "selectedFeaturesOnly", False):
+                return (f"{name}: with a DASK_SCHEDULER the layers must be files the workers "
+                        "can open; a selection cannot be sent. Save the selected features to "
+                        "a file (GeoPackage) and evaluate that file")
+            if layer is not None and layer.providerType() == "memory":
+                return (f"{name}: with a DASK_SCHEDULER the layers must be files the workers "
+                        f"can open; {layer.name()} is a temporary (memory) layer. Save it to "
+                        "a file (GeoPackage) and evaluate that file")
+        return None
+
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
         reference_source = self.parameterAsSource(parameters, self.REFERENCE, context)
@@ -525,8 +549,12 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             index = fields[name][1]
             return [attributes[index] for attributes in features.attributes]
 
+        scheduler = self.parameterAsString(parameters, self.DASK_SCHEDULER, context).strip()
+        error = scheduler and self._scheduler_error(parameters, context)
+        if error:
+            raise QgsProcessingException(error)
         try:
-            with forward_core_log(feedback):
+            with forward_core_log(feedback), _dask_client(scheduler) as executor:
                 evaluation = evaluate(
                     predicted.geometries,
                     reference.geometries,
@@ -543,6 +571,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                     progress=_FeedbackProgress(feedback, 20, 75),
                     # The curve of boundary F1 against the tolerance is drawn in the HTML.
                     tolerance_multiples=TOLERANCE_MULTIPLES if html_requested else None,
+                    executor=executor,
                     **options,
                 )
         except EvaluationCanceled:
@@ -700,3 +729,30 @@ def _transform(predicted_source, reference_source, context):
     ):
         return None
     return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
+
+
+@contextlib.contextmanager
+def _dask_client(address: str):
+    """A ``distributed.Client`` connected to the scheduler at ``address`` (closed after), or
+    None for an empty address. Dask is optional: imported only here. Never starts workers
+    (a child process of QGIS relaunches QGIS on Windows and macOS)."""
+    if not address:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError as exc:
+        raise QgsProcessingException(
+            "DASK_SCHEDULER needs the Dask distributed package in QGIS's Python: "
+            'pip install "dask[distributed]"'
+        ) from exc
+    try:
+        client = distributed.Client(address, timeout=30, set_as_default=False)
+    except OSError as exc:
+        raise QgsProcessingException(
+            f"DASK_SCHEDULER: no Dask scheduler answers at {address} ({exc})"
+        ) from exc
+    try:
+        yield client
+    finally:
+        client.close()

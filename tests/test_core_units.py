@@ -2,12 +2,7 @@
 numbers, key by key; giant units; executors (threads, a local Dask cluster); cancellation."""
 
 import math
-import os
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +10,12 @@ import shapely
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dask_cluster import dask_scheduler
+
 from iou_evaluation.core import EvaluationCanceled, Progress, evaluate
 from iou_evaluation.core.evaluation.evaluate import Options, check_rows
 from iou_evaluation.core.evaluation.units import split_units
 from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: Per-row boundary values and what is summed from them: the boundary solvers
 #: (boundary/distances.py, boundary/tolerance.py) integrate a batch's pieces in blocks whose
@@ -263,44 +258,15 @@ def test_cancelling_mid_run_stops_between_units():
 
 
 def test_a_dask_scheduler_and_two_worker_processes_give_the_same_numbers(tmp_path):
-    """A scheduler and two workers started as the README says (``dask scheduler``, ``dask
-    worker``), as processes of their own: none is a child of a QGIS process."""
+    """A scheduler and two workers started as the README says, each a process of its own:
+    none is a child of a QGIS process."""
     distributed = pytest.importorskip("distributed")
     reference, predicted = _fields(6, 6, seed=7)
     kwargs = {"boundary_tolerance_m": 2.0, "tolerance_multiples": (1.0, 2.0), "bootstrap": 10,
               "predicted_scores": list(np.linspace(0, 1, len(predicted)))}
     one = evaluate(predicted, reference, **kwargs)
-    # The workers import the plugin as the tests do: iou_evaluation on their path.
-    (tmp_path / "path").mkdir()
-    os.symlink(ROOT, tmp_path / "path" / "iou_evaluation")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "path")] + sys.path))
-    scheduler_file = tmp_path / "scheduler.json"
-    commands = [
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
-         "--dashboard-address", ":0", "--scheduler-file", str(scheduler_file)],
-    ] + [
-        [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
-         str(scheduler_file), "--nworkers", "1", "--nthreads", "1", "--no-dashboard"]
-    ] * 2
-    processes = []
-    try:
-        processes.append(subprocess.Popen(commands[0], env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-        for _ in range(300):
-            if scheduler_file.exists() and scheduler_file.stat().st_size:
-                break
-            time.sleep(0.1)
-        for command in commands[1:]:
-            processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL))
-        with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
-            units = evaluate(predicted, reference, executor=client, work_unit_features=8,
-                             **kwargs)
-            assert len(client.scheduler_info()["workers"]) == 2
-    finally:
-        for process in processes[::-1]:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
+    with dask_scheduler(tmp_path, n_workers=2) as address, \
+            distributed.Client(address, timeout=60) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        units = evaluate(predicted, reference, executor=client, work_unit_features=8, **kwargs)
     assert _differences(one, units) == []

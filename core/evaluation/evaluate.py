@@ -716,8 +716,9 @@ def evaluate(
             a random sample of that many, said under ``boundary_by_tolerance.sample``).
         executor: evaluate in exact work units (``units``) on this executor: any object whose
             ``submit(fn, *args)`` returns a future (``concurrent.futures.Executor``, a
-            ``distributed.Client``; its workers must import this package). Identical results;
-            the returned layers then hold no geometries.
+            ``distributed.Client``; its workers must import this package). The same results
+            (see ``units`` for the boundary values' last bits); the returned layers then hold
+            no equal-area geometries.
         work_unit_features: evaluate in work units of about this many rows (default
             ``units.UNIT_FEATURES`` when ``executor`` is given; None and no executor: one
             piece).

@@ -47,7 +47,9 @@ table and report need them), ~0.3 GB together; the pairs (about 3 per field: pos
 intersection, IoU, bound flag: 33 B each) ~0.1 GB; the quantity matrix for summaries and
 bootstrap (``summary.QUANTITIES`` columns) ~0.2 GB; bootstrap replicates are made in blocks
 (``grouping.bootstrap_weights``). Geometries are held only for the unit being evaluated
-(one per worker). About 0.7 GB per million fields in all, against ~6 GB for a one-piece run.
+(one per worker), except the repaired source geometries of the evaluated rows, which the
+caller's TP/FP/FN outputs are written from (about the size of the input layers). About 0.7 GB
+per million fields besides the geometries, against ~6 KB per field for a one-piece run.
 """
 
 from __future__ import annotations
@@ -274,8 +276,8 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
         max_features: rows per unit (``UNIT_FEATURES``).
 
     Returns:
-        An Evaluation whose ``reference`` and ``predicted`` hold no geometries (``source``
-        and ``geometries`` are None): positions, areas and drop reasons only.
+        An Evaluation whose ``reference`` and ``predicted`` hold their repaired ``source``
+        geometries but no equal-area ones (``geometries`` and ``lonlat`` are None).
 
     Raises:
         InsufficientMemoryError: a unit larger than the memory budget, before it is read.
@@ -376,8 +378,9 @@ def _worst(values):
 
 
 def _compact(layer: PreparedLayer) -> PreparedLayer:
-    """The layer without its geometries (positions, areas and drop reasons stay)."""
-    return dataclasses.replace(layer, source=None, geometries=None, lonlat=None)
+    """The layer without its equal-area geometries: positions, areas, drop reasons and the
+    repaired source geometries (which the TP/FP/FN outputs are written from) stay."""
+    return dataclasses.replace(layer, geometries=None, lonlat=None)
 
 
 def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
@@ -386,7 +389,7 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
 
     ``unit_rows(unit)``: the unit's input rows of this layer's input; ``layer_rows``: input
     positions of every row this layer was prepared from, increasing."""
-    keeps, areas, reasons, positions = [], [], [], []
+    keeps, areas, sources, positions = [], [], [], []
     drop_reason = np.full(len(layer_rows), "", dtype=object)
     n_repaired = 0
     for r in results:
@@ -396,6 +399,7 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
         if which < 2:
             given = given[rows.ignore[given] == (which == 1)]
         areas.append(layer.area_m2)
+        sources.append(layer.source)
         drop_reason[np.searchsorted(layer_rows, given)] = layer.drop_reason
         n_repaired += layer.n_repaired
     keep = np.concatenate(keeps + [np.zeros(0, np.int64)]).astype(np.int64)
@@ -407,9 +411,10 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
         positions.append(rank[start:start + len(k)])
         start += len(k)
     area = np.concatenate(areas + [np.zeros(0)])[order]
+    source = np.concatenate(sources + [np.zeros(0, dtype=object)])[order]
     template = results[0].layers[which]
     layer = PreparedLayer(
-        name=name, keep=keep[order], source=None, geometries=None, area_m2=area,
+        name=name, keep=keep[order], source=source, geometries=None, area_m2=area,
         crs=template.crs, n_input=len(layer_rows),
         n_dropped=int(np.count_nonzero(drop_reason != "")), n_repaired=n_repaired,
         drop_reason=drop_reason, lonlat=None, area_of=template.area_of,
