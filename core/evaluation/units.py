@@ -84,6 +84,10 @@ from . import evaluate as stages
 #: prepared copies on the generator's fields.
 UNIT_FEATURES = 20_000
 
+#: Units submitted to an executor and not yet collected (two per worker of a 2-worker
+#: cluster, so none waits for work).
+IN_FLIGHT = 4
+
 #: Memory of a unit per vertex of its input geometries, bytes: the prepared, densified and
 #: zoned copies and the overlays (measured on bench fields, about 6 KB per field of 30
 #: vertices, rounded up).
@@ -307,18 +311,25 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor):
             done += unit.n
             advance(done / total)
         return results
-    futures = [
-        executor.submit(evaluate_unit, rows.subset(u.reference_rows, u.predicted_rows),
-                        options, curve, want_ap)
-        for u in units
-    ]
+    # At most IN_FLIGHT units submitted and not yet collected: the units' rows are copied
+    # for the workers when submitted, so memory holds a few units' beyond the layers.
+    futures = {}
     try:
-        for k, future in enumerate(futures):
-            results[k] = dataclasses.replace(future.result(), unit=units[k])
-            done += units[k].n
-            advance(done / total)
+        for k, unit in enumerate(units):
+            futures[k] = executor.submit(
+                evaluate_unit, rows.subset(unit.reference_rows, unit.predicted_rows), options,
+                curve, want_ap,
+            )
+            if len(futures) < IN_FLIGHT and k + 1 < len(units):
+                continue
+            while futures and (len(futures) >= IN_FLIGHT or k + 1 == len(units)):
+                first = min(futures)
+                results[first] = dataclasses.replace(futures.pop(first).result(),
+                                                      unit=units[first])
+                done += units[first].n
+                advance(done / total)
     finally:
-        for future in futures:
+        for future in futures.values():
             future.cancel()
     return results
 
