@@ -270,3 +270,22 @@ def test_a_dask_scheduler_and_two_worker_processes_give_the_same_numbers(tmp_pat
         assert len(client.scheduler_info()["workers"]) == 2
         units = evaluate(predicted, reference, executor=client, work_unit_features=8, **kwargs)
     assert _differences(one, units) == []
+
+
+def test_layers_in_two_crss_split_into_the_same_numbers():
+    """Predicted envelopes are transformed to the reference CRS (densified, widened): the
+    units still hold every overlapping pair."""
+    import pyproj
+
+    reference, predicted = _fields(6, 6, seed=13)
+    reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
+    predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
+    to_lonlat = pyproj.Transformer.from_crs("EPSG:32613", "EPSG:4326", always_xy=True)
+    predicted = shapely.transform(predicted, lambda xy: np.column_stack(
+        to_lonlat.transform(xy[:, 0], xy[:, 1])))
+    kwargs = {"reference_crs": "EPSG:32613", "predicted_crs": "EPSG:4326",
+              "boundary_tolerance_m": 3.0}
+    one = evaluate(predicted, reference, **kwargs)
+    units = evaluate(predicted, reference, work_unit_features=5, **kwargs)
+    assert one.metrics["count_tp"] > 0
+    assert _differences(one, units) == []

@@ -55,6 +55,7 @@ per million fields besides the geometries, against ~6 KB per field for a one-pie
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from dataclasses import dataclass
 
@@ -72,7 +73,8 @@ from ..boundary.curve import (
 from ..boundary.distances import utm_epsg_codes
 from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
-from ..geometry.prepare import PreparedLayer
+from ..geometry.prepare import PreparedLayer, log_counts
+from ..geometry.prepare import logger as prepare_logger
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
@@ -293,8 +295,22 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     curve = bool(options.tolerance and options.tolerance_multiples)
     want_ap = rows.scores is not None
     progress.checkpoint(1, f"Evaluating {len(units):,} work units")
-    results = _run_units(units, rows, options, curve, want_ap, progress.span(1, 75), executor)
-    return _conclude(units, results, rows, options, curve, progress, executor)
+    quiet = _Quiet()
+    prepare_logger.addFilter(quiet)  # the counts are logged once, for the whole run
+    try:
+        results = _run_units(units, rows, options, curve, want_ap, progress.span(1, 75),
+                             executor)
+        return _conclude(units, results, rows, options, curve, progress, executor)
+    finally:
+        prepare_logger.removeFilter(quiet)
+
+
+class _Quiet(logging.Filter):
+    """Drops the per-unit row counts of ``prepare_layer`` (the whole run's are logged)."""
+
+    def filter(self, record) -> bool:
+        return getattr(record, "whole_run", False) or not record.msg.startswith(
+            ("%d of %d %s rows are not evaluated", "%s %s and"))
 
 
 def _run_units(units, rows, options, curve, want_ap, advance, executor):
@@ -343,6 +359,8 @@ def _conclude(units, results, rows, options, curve_wanted, progress, executor):
     pred, pred_pos = _assemble_layer(results, 2, rows, "predicted", lambda u: u.predicted_rows,
                                      np.arange(len(rows.predicted)))
     layers = stages.Layers(ref, ignore, pred, None)
+    for layer in (ref, ignore, pred):
+        log_counts(layer, extra={"whole_run": True})
     pairs = _assemble_pairs([r.pairs for r in results], ref_pos, pred_pos)
     candidates = _assemble_pairs([r.candidates for r in results], ref_pos, pred_pos)
     found = stages.Candidates(pairs, candidates)
