@@ -13,7 +13,8 @@ reading is timed apart.
 Prints one JSON line: mode, n_reference, n_predicted, read_s, evaluate_s, peak_rss_mib (this
 process), worker_peak_rss_mib (Dask), load (1-minute load average before the run), and a
 digest of the metrics (sha256 of the report's metrics as JSON, boundary keys included) so
-that runs can be compared.
+that runs can be compared; the metrics themselves go to ``<gpkg stem>.<mode>.metrics.json``
+beside the GeoPackage.
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ def main(argv=None):
                 v / 1024 for v in client.run(
                     lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
     evaluate_s = time.perf_counter() - start
+    from iou_evaluation.core.reports.data import to_json_text
+
+    suffix = f"{args.mode}{args.workers if args.mode == 'dask' else ''}"
+    out = args.gpkg.with_name(f"{args.gpkg.stem}.{suffix}.metrics.json")
+    out.write_text(to_json_text(result.metrics))
     print(json.dumps({
         "mode": args.mode, "workers": args.workers if args.mode == "dask" else None,
         "gpkg": args.gpkg.name, "n_reference": len(reference), "n_predicted": len(predicted),
