@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from qgis.core import (
     QgsField,
     QgsProcessingException,
     QgsProcessingParameterFile,
+    QgsProcessingParameterString,
 )
 
 from ..core import evaluate
@@ -160,6 +162,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     SCORE_FIELD = "SCORE_FIELD"
     BOUNDARY_TOLERANCE = "BOUNDARY_TOLERANCE"
     BOUNDARY_SAMPLE_SPACING = "BOUNDARY_SAMPLE_SPACING"
+    DASK_SCHEDULER = "DASK_SCHEDULER"
     TRUE_POSITIVES = TRUE_POSITIVES
     FALSE_POSITIVES = FALSE_POSITIVES
     FALSE_NEGATIVES = FALSE_NEGATIVES
@@ -253,6 +256,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             optional_field(self.REFERENCE_GROUP_FIELD,
                            "Group field of the reference layer (image or tile id)", tr,
                            reference),
+            QgsProcessingParameterString(
+                self.DASK_SCHEDULER,
+                tr("Dask scheduler address (empty: this machine)"),
+                optional=True,
+            ),
         ]
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
@@ -394,6 +402,31 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         """The EQUAL_AREA_CRS parameter as a pyproj-readable definition (default EPSG:6933)."""
         return equal_area_crs_value(self, parameters, context)
 
+    def _scheduler(self, parameters, context) -> str:
+        """The DASK_SCHEDULER address ("" for this machine); raises QgsProcessingException
+        when the inputs cannot go to a cluster (``_scheduler_error``)."""
+        scheduler = self.parameterAsString(parameters, self.DASK_SCHEDULER, context).strip()
+        error = scheduler and self._scheduler_error(parameters, context)
+        if error:
+            raise QgsProcessingException(error)
+        return scheduler
+
+    def _scheduler_error(self, parameters, context) -> str | None:
+        """Why the inputs cannot go to a Dask cluster: a selection, or a memory layer (the
+        workers open the layers' files themselves); None when they can."""
+        for name in (self.PREDICTED, self.REFERENCE):
+            value = parameters.get(name)
+            layer = self.parameterAsVectorLayer(parameters, name, context)
+            if getattr(value, "selectedFeaturesOnly", False):
+                return (f"{name}: with a DASK_SCHEDULER the layers must be files the workers "
+                        "can open; a selection cannot be sent. Save the selected features to "
+                        "a file (GeoPackage) and evaluate that file")
+            if layer is not None and layer.providerType() == "memory":
+                return (f"{name}: with a DASK_SCHEDULER the layers must be files the workers "
+                        f"can open; {layer.name()} is a temporary (memory) layer. Save it to "
+                        "a file (GeoPackage) and evaluate that file")
+        return None
+
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         predicted_source, reference_source = self._sources(parameters, context)
         fields = self.checked(self._fields_given, parameters, context, predicted_source,
@@ -404,16 +437,17 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         if layers is None:
             return {}
         predicted, reference, study_area, run_warnings = layers
-        evaluation = self.run_core(
-            feedback, evaluate, predicted.geometries, reference.geometries,
-            predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
-            **self._columns(fields, predicted, reference),
-            progress=_FeedbackProgress(feedback, 20, 75),
-            # The curve of boundary F1 against the tolerance is drawn in the HTML.
-            tolerance_multiples=TOLERANCE_MULTIPLES if requested(parameters, self.REPORT_HTML)
-            else None,
-            **options,
-        )
+        with _dask_client(self._scheduler(parameters, context)) as executor:
+            evaluation = self.run_core(
+                feedback, evaluate, predicted.geometries, reference.geometries,
+                predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
+                **self._columns(fields, predicted, reference),
+                progress=_FeedbackProgress(feedback, 20, 75),
+                # The curve of boundary F1 against the tolerance is drawn in the HTML.
+                tolerance_multiples=TOLERANCE_MULTIPLES
+                if requested(parameters, self.REPORT_HTML) else None,
+                executor=executor, **options,
+            )
         if evaluation is None:
             return {}
         metrics = evaluation.metrics
@@ -703,3 +737,30 @@ def _transform(predicted_source, reference_source, context):
     ):
         return None
     return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
+
+
+@contextlib.contextmanager
+def _dask_client(address: str):
+    """A ``distributed.Client`` connected to the scheduler at ``address`` (closed after), or
+    None for an empty address. Dask is optional: imported only here. Never starts workers
+    (a child process of QGIS relaunches QGIS on Windows and macOS)."""
+    if not address:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError as exc:
+        raise QgsProcessingException(
+            "DASK_SCHEDULER needs the Dask distributed package in QGIS's Python: "
+            'pip install "dask[distributed]"'
+        ) from exc
+    try:
+        client = distributed.Client(address, timeout=30, set_as_default=False)
+    except OSError as exc:
+        raise QgsProcessingException(
+            f"DASK_SCHEDULER: no Dask scheduler answers at {address} ({exc})"
+        ) from exc
+    try:
+        yield client
+    finally:
+        client.close()

@@ -35,6 +35,9 @@ EVALUATE_POLYGONS = {
     "REPORT_JSON": "Every metric, the parameters, the inputs and library versions, "
     "machine-readable (it feeds Check release thresholds).",
     "REPORT_HTML": "The same report to read and forward: one self-contained HTML file.",
+    "DASK_SCHEDULER": "Address of a running Dask scheduler (tcp://host:8786) whose workers "
+    "can import the plugin: the evaluation runs there in exact work units (the same numbers). "
+    "The layers must be files; empty: this machine. Needs dask[distributed].",
 }
 
 PIXELS_PER_FIELD = {

@@ -94,8 +94,26 @@ def boundary_f1_by_tolerance(
         sample = {"reference": int(len(ref_rows)), "predicted": int(len(pred_rows)),
                   "reference_of": int(reference.n), "predicted_of": int(len(counted_rows)),
                   "seed": CURVE_SAMPLE_SEED}
+    return curve_from_lengths(
+        (within_ref, perimeter_ref, within_pred, perimeter_pred), counted, reference.n,
+        multiples, tolerances, sample,
+    )
+
+
+def curve_from_lengths(lengths, counted, n_reference: int, multiples, tolerances, sample) -> dict:
+    """The curve's dict (``boundary_f1_by_tolerance``) from measured lengths.
+
+    Args:
+        lengths: (within_ref, perimeter_ref, within_pred, perimeter_pred): within lengths
+            per tolerance (K arrays) and perimeters of the measured rows, m.
+        counted: bool over the measured predicted rows: those that count.
+        n_reference: reference rows of the layer (0: the both-empty convention may apply).
+        multiples, tolerances: the K multiples and tolerances in m; sample: the "sample"
+            entry (None when measured whole).
+    """
+    within_ref, perimeter_ref, within_pred, perimeter_pred = lengths
     # Both layers empty: 1, as evaluate's rates (the agribound seed's 0.1.x convention).
-    empty = 1.0 if reference.n == 0 and not counted.any() else 0.0
+    empty = 1.0 if n_reference == 0 and not counted.any() else 0.0
     out = {key: [] for key in ("multiple", "tolerance_m", "boundary_precision",
                                "boundary_recall", "boundary_f1")}
     out["sample"] = sample
@@ -112,6 +130,19 @@ def boundary_f1_by_tolerance(
         out["boundary_recall"].append(recall)
         out["boundary_f1"].append(empty or float(f1_score(precision, recall)))
     return out
+
+
+
+
+def draw_sample(rng, rows: np.ndarray, size: int) -> np.ndarray:
+    """The curve's sample draw (``_draw``), for callers that measure it piece by piece."""
+    return _draw(rng, rows, size)
+
+
+def sampled_side(layer: ZonedLayer, other: ZonedLayer, rows, tolerances, reach, progress,
+                 first: bool):
+    """``_sampled_side``, for callers that measure the sample piece by piece."""
+    return _sampled_side(layer, other, rows, tolerances, reach, progress, first)
 
 
 def _draw(rng, rows: np.ndarray, size: int) -> np.ndarray:

@@ -1,8 +1,22 @@
-"""Object-level evaluation of predicted polygons against reference polygons.
+"""Object-level evaluation of predicted polygons against reference polygons, as named stages.
 
-One direction of flow: inputs → prepared layers (geometry/prepare.py) → candidate pairs and IoU
-(pairs/overlap.py) → matches (matching/rules.py) → per-reference quantities → summaries (matching/summary.py) for
-the whole layer, strata and size classes (matching/grouping.py), with bootstrap intervals.
+``evaluate`` is a short pipeline over module-level stages, each a function a test can call
+and each taking arrays for the rows it is given (the work units of ``units`` map over them):
+
+1. ``Options.check``: the parameters, checked once, frozen (also the report's ``parameters``);
+   ``check_rows``: the geometries and per-row attributes as ``Rows``.
+2. ``prepare_layers``: repaired, reprojected, measured layers (geometry/prepare.py).
+3. ``candidate_pairs``: overlapping pairs and IoU, within groups, of compatible classes
+   (pairs/overlap.py).
+4. ``match_pairs``: the matching rule (matching/rules.py) and predictions on ignore regions.
+5. ``measure_boundaries``: boundary distances of matched pairs, lengths within the tolerance.
+6. ``summarise``: per-reference quantities and the summary metrics (matching/summary.py);
+   ``boundary_curve``, ``detection_stage``.
+7. ``make_groups`` / ``group_metrics``: strata and size classes (matching/grouping.py);
+   ``label_counts``: per group and class.
+8. ``average_precision_stage`` (matching/average_precision.py), ``bootstrap_stage``.
+
+Stages 6-8 read no geometry: ``conclude`` runs them on the compact arrays of a run.
 """
 
 from __future__ import annotations
@@ -42,7 +56,14 @@ from ..matching.grouping import (
     strata_groups,
 )
 from ..matching.labels import ancestors_from_taxonomy, compatible_classes, is_true, normalise_labels
-from ..matching.rules import IOU_RTOL, MATCHING_METHODS, argmax_per_group, at_or_above, match
+from ..matching.rules import (
+    IOU_RTOL,
+    MATCHING_METHODS,
+    Matches,
+    argmax_per_group,
+    at_or_above,
+    match,
+)
 from ..matching.summary import (
     Q,
     QUANTITIES,
@@ -117,7 +138,7 @@ class Evaluation:
         ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
             regions a prediction may be ignored by (0 for none).
         quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
-            per-reference quantities the summary metrics are sums of (evaluation/compare.py resamples
+            per-reference quantities the summary metrics are sums of (compare.py resamples
             them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
             home reference field.
     """
@@ -134,6 +155,498 @@ class Evaluation:
     ignore_coverage: np.ndarray | None = field(default=None, repr=False)
     quantities: np.ndarray | None = field(default=None, repr=False)
     unassigned: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The parameters of one evaluation, checked once (``Options.check``); frozen.
+
+    Attributes:
+        iou_threshold: minimum IoU for a match, in (0, 1].
+        matching: one of ``matching.MATCHING_METHODS``.
+        reference_crs, predicted_crs: pyproj CRS of each layer, or None (planar units).
+        equal_area_crs: pyproj CRS in metres for areas and IoU, or None (planar units).
+        size_bins: None, "auto" or size-class edges in ha, as given (checked by
+            ``grouping.size_groups``).
+        bootstrap, bootstrap_seed: resamples (0: none) and their seed, ints >= 0.
+        ancestors: class → frozenset of its ancestor classes (``labels.ancestors_from_taxonomy``).
+        strata_name: the column the strata came from, for the report.
+        boundary_tolerance_m: tolerance in m (> 0) or None; boundary_sample_spacing_m: Δ in m
+            (> 0) or None (per boundary).
+        tolerance_multiples: tuple of multiples of the tolerance for the boundary curve, or None.
+    """
+
+    iou_threshold: float
+    matching: str
+    reference_crs: object
+    predicted_crs: object
+    equal_area_crs: object
+    size_bins: object = None
+    bootstrap: int = 0
+    bootstrap_seed: int = 42
+    ancestors: dict = field(default_factory=dict)
+    strata_name: str | None = None
+    boundary_tolerance_m: float | None = None
+    boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M
+    tolerance_multiples: tuple | None = None
+
+    @classmethod
+    def check(cls, *, iou_threshold=0.5, matching="one_to_one", predicted_crs=None,
+              reference_crs=None, equal_area_crs="EPSG:6933", size_bins=None, bootstrap=0,
+              bootstrap_seed=42, taxonomy=None, strata_name=None, boundary_tolerance_m=None,
+              boundary_sample_spacing_m=BOUNDARY_SAMPLE_SPACING_M,
+              tolerance_multiples=None) -> Options:
+        """Options from ``evaluate``'s keyword arguments (same names and meaning).
+
+        Raises:
+            ValueError: a parameter out of range (named in the message), a CRS that is not
+                one, exactly one of the layers without a CRS, a taxonomy with a cycle.
+        """
+        iou_threshold = check_threshold(iou_threshold)
+        if matching not in MATCHING_METHODS:
+            raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
+        bootstrap = check_non_negative_int(bootstrap, "bootstrap")
+        bootstrap_seed = check_non_negative_int(bootstrap_seed, "bootstrap_seed")
+        if boundary_tolerance_m is not None:
+            boundary_tolerance_m = check_positive(boundary_tolerance_m, "boundary_tolerance_m")
+        if boundary_sample_spacing_m is not None:
+            boundary_sample_spacing_m = check_positive(
+                boundary_sample_spacing_m, "boundary_sample_spacing_m"
+            )
+        ancestors = ancestors_from_taxonomy(taxonomy)
+        ref_crs = resolve_crs(reference_crs, "reference_crs")
+        pred_crs = resolve_crs(predicted_crs, "predicted_crs")
+        return cls(
+            iou_threshold=iou_threshold,
+            matching=matching,
+            reference_crs=ref_crs,
+            predicted_crs=pred_crs,
+            equal_area_crs=evaluation_crs(ref_crs, pred_crs, equal_area_crs),
+            size_bins=size_bins,
+            bootstrap=bootstrap,
+            bootstrap_seed=bootstrap_seed,
+            ancestors=ancestors,
+            strata_name=strata_name,
+            boundary_tolerance_m=boundary_tolerance_m,
+            boundary_sample_spacing_m=boundary_sample_spacing_m,
+            tolerance_multiples=(
+                None if tolerance_multiples is None else tuple(tolerance_multiples)
+            ),
+        )
+
+    @property
+    def tolerance(self) -> bool:
+        """True when boundary tolerance metrics are asked for."""
+        return self.boundary_tolerance_m is not None
+
+    @property
+    def iou_floor(self) -> float:
+        """The lowest IoU any count needs exactly (matching, the sweep, detection)."""
+        return min(SWEEP_THRESHOLDS[0], self.iou_threshold) * (1.0 - IOU_RTOL)
+
+    def lonlat_area(self):
+        """``exact_area.LonLatArea`` when the layers are overlaid in longitude/latitude
+        (geographic layers in a cylindrical equal-area CRS, measured exactly), else None."""
+        return lonlat_area_for([self.reference_crs, self.predicted_crs], self.equal_area_crs)
+
+    def parameters(self) -> dict:
+        """The report's ``parameters``: the options as used."""
+        return {
+            "iou_threshold": self.iou_threshold,
+            "matching": self.matching,
+            "equal_area_crs": crs_label(self.equal_area_crs),
+            "size_bins": self.size_bins,
+            "bootstrap": self.bootstrap,
+            "bootstrap_seed": self.bootstrap_seed,
+            "taxonomy": {k: sorted(v) for k, v in self.ancestors.items()} or None,
+            "boundary_tolerance_m": self.boundary_tolerance_m,
+            "boundary_sample_spacing_m": self.boundary_sample_spacing_m,
+        }
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The input rows, checked (``check_rows``): geometries and per-row attributes.
+
+    Attributes:
+        reference, predicted: object arrays of shapely geometries (None allowed), shapes
+            (n_ref,) and (n_pred,).
+        ignore: bool (n_ref,): ignore regions (``is_true`` of reference_ignore).
+        strata: object (n_ref,) or None.
+        reference_group, predicted_group: normalised labels (n_ref,), (n_pred,) or None.
+        reference_class, predicted_class: normalised (casefolded) labels or None.
+        scores: float (n_pred,) (NaN: missing) or None.
+    """
+
+    reference: np.ndarray
+    predicted: np.ndarray
+    ignore: np.ndarray
+    strata: np.ndarray | None = None
+    reference_group: np.ndarray | None = None
+    predicted_group: np.ndarray | None = None
+    reference_class: np.ndarray | None = None
+    predicted_class: np.ndarray | None = None
+    scores: np.ndarray | None = None
+
+    def subset(self, reference_rows: np.ndarray, predicted_rows: np.ndarray) -> Rows:
+        """The rows at these positions (int arrays, increasing), every column alike."""
+        def pick(values, rows):
+            return None if values is None else values[rows]
+
+        return Rows(
+            self.reference[reference_rows], self.predicted[predicted_rows],
+            self.ignore[reference_rows], pick(self.strata, reference_rows),
+            pick(self.reference_group, reference_rows), pick(self.predicted_group, predicted_rows),
+            pick(self.reference_class, reference_rows), pick(self.predicted_class, predicted_rows),
+            pick(self.scores, predicted_rows),
+        )
+
+
+def check_rows(predicted, reference, *, strata=None, reference_ignore=None,
+               predicted_groups=None, reference_groups=None, predicted_classes=None,
+               reference_classes=None, predicted_scores=None) -> Rows:
+    """Stage 1: the layers and their per-row attributes as ``Rows``.
+
+    Raises:
+        ValueError: a per-row sequence of the wrong length, groups or classes given for one
+            layer only. TypeError: a layer given as a single geometry or a non-sequence.
+    """
+    reference = geometry_array(reference, "reference")
+    predicted = geometry_array(predicted, "predicted")
+    n_ref, n_pred = len(reference), len(predicted)
+    strata = _per_row(strata, n_ref, "strata")
+    reference_ignore = _per_row(reference_ignore, n_ref, "reference_ignore")
+    ref_groups = _per_row(reference_groups, n_ref, "reference_groups")
+    pred_groups = _per_row(predicted_groups, n_pred, "predicted_groups")
+    ref_classes = _per_row(reference_classes, n_ref, "reference_classes")
+    pred_classes = _per_row(predicted_classes, n_pred, "predicted_classes")
+    scores = _per_row(predicted_scores, n_pred, "predicted_scores")
+    if (ref_groups is None) != (pred_groups is None):
+        raise ValueError("predicted_groups and reference_groups must be given together")
+    if (ref_classes is None) != (pred_classes is None):
+        raise ValueError("predicted_classes and reference_classes must be given together")
+
+    def labels(values, case_insensitive):
+        return None if values is None else normalise_labels(
+            values, case_insensitive=case_insensitive
+        )
+
+    return Rows(
+        reference,
+        predicted,
+        ignore=(
+            np.array([is_true(v) for v in reference_ignore], dtype=bool)
+            if reference_ignore is not None else np.zeros(n_ref, dtype=bool)
+        ),
+        strata=strata,
+        reference_group=labels(ref_groups, False),
+        predicted_group=labels(pred_groups, False),
+        reference_class=labels(ref_classes, True),
+        predicted_class=labels(pred_classes, True),
+        scores=None if scores is None else _as_scores(scores),
+    )
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The prepared layers (``prepare_layers``): evaluated reference fields, ignore regions
+    and predictions, each a ``PreparedLayer`` whose ``keep`` indexes the rows it was given."""
+
+    reference: PreparedLayer
+    ignore: PreparedLayer
+    predicted: PreparedLayer
+    lonlat: object = None
+
+
+def prepare_layers(rows: Rows, options: Options, progress: Progress) -> Layers:
+    """Stage 2: repair, reproject and measure the rows (``prepare.prepare_layer``).
+
+    Geographic layers in a cylindrical equal-area CRS are overlaid in longitude/latitude,
+    where their edges are straight, and measured exactly (no densification). Each layer is
+    prepared in chunks on both cores; progress 0-19 %.
+    """
+    lonlat = options.lonlat_area()
+    ref_crs, ea_crs = options.reference_crs, options.equal_area_crs
+    ref = _prepare_rows(
+        rows.reference, np.flatnonzero(~rows.ignore), ref_crs, ea_crs, "reference",
+        progress.span(0, 9), lonlat,
+    )
+    ignore = _prepare_rows(
+        rows.reference, np.flatnonzero(rows.ignore), ref_crs, ea_crs, "reference", None, lonlat
+    )
+    pred = prepare_layer(
+        rows.predicted, options.predicted_crs, ea_crs, "predicted", progress.span(9, 19), lonlat
+    )
+    return Layers(ref, ignore, pred, lonlat)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Pairs of one evaluation (``candidate_pairs``): ``pairs`` overlap within a group;
+    ``candidates`` may match (the class rule too)."""
+
+    pairs: OverlapPairs
+    candidates: OverlapPairs
+
+
+def candidate_pairs(layers: Layers, rows: Rows, options: Options, progress) -> Candidates:
+    """Stage 3: overlapping pairs with their intersection and IoU (``overlap.overlap_pairs``),
+    kept within a group, and those of compatible classes.
+
+    Pairs below every IoU threshold that counts need their exact area only if they could be
+    a field's best IoU or largest overlap: most neighbours overlapping by a sliver keep a
+    cheap bound (``overlap.settle``).
+    """
+    ref, pred = layers.reference, layers.predicted
+    pairs = overlap_pairs(
+        ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress,
+        area=ref.area_of, iou_floor=options.iou_floor,
+    )
+    pairs = settle(pairs, _pair_sets(pairs, layers, rows, options), ref.overlay, ref.area_m2,
+                   pred.overlay, pred.area_m2, ref.area_of)
+    same_group, compatible = _pair_sets(pairs, layers, rows, options)
+    candidates = pairs = pairs.subset(same_group)
+    if rows.reference_class is not None:
+        candidates = pairs.subset(compatible[same_group])
+    return Candidates(pairs, candidates)
+
+
+def _pair_sets(pairs: OverlapPairs, layers: Layers, rows: Rows, options: Options):
+    """(same group, and also compatible classes): bool masks over the pairs."""
+    ref_keep, pred_keep = layers.reference.keep, layers.predicted.keep
+    same_group = np.ones(pairs.n, dtype=bool)
+    if rows.reference_group is not None:
+        same_group = (rows.reference_group[ref_keep][pairs.reference]
+                      == rows.predicted_group[pred_keep][pairs.predicted])
+    compatible = same_group.copy()
+    if rows.reference_class is not None:
+        compatible &= compatible_classes(
+            rows.predicted_class[pred_keep][pairs.predicted],
+            rows.reference_class[ref_keep][pairs.reference],
+            options.ancestors,
+        )
+    return same_group, compatible
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The matching (``match_pairs``): ``matches`` (``matching.Matches``), ``coverage``
+    (float (n_pred,): largest |p ∩ r| / |p| over the ignore regions a prediction may be
+    ignored by, 0 for none) and ``ignored`` (bool (n_pred,): unmatched and covered by an
+    ignore region at or above the threshold: neither TP nor FP)."""
+
+    matches: Matches
+    coverage: np.ndarray
+    ignored: np.ndarray
+
+
+def match_pairs(found: Candidates, layers: Layers, rows: Rows, options: Options) -> Matched:
+    """Stage 4: match the candidates by the rule of ``options.matching``, and find the
+    predictions ignored by an ignore region (COCO's crowd semantics)."""
+    matches = match(found.candidates, layers.reference.n, layers.predicted.n,
+                    options.iou_threshold, options.matching)
+    coverage = _ignore_coverage(
+        layers.ignore, layers.predicted, (rows.reference_group, rows.predicted_group),
+        (rows.reference_class, rows.predicted_class), options.ancestors,
+    )
+    ignored = (
+        (matches.predicted_match < 0) & at_or_above(coverage, options.iou_threshold)
+        & (coverage > 0)
+    )
+    return Matched(matches, coverage, ignored)
+
+
+def measure_boundaries(layers: Layers, tables: _Tables, options: Options, progress: Progress):
+    """Stage 5: boundary distances of the matched pairs and, with a tolerance, the boundary
+    lengths within it (``_boundary_metrics``), added to ``tables``; progress 45-75 %.
+    Returns (UTM zones used, (reference, predicted) ``ZonedLayer``)."""
+    progress.checkpoint(
+        45,
+        "Boundary distances" if options.boundary_tolerance_m is None
+        else "Boundary distances and lengths within the tolerance",
+    )
+    return _boundary_metrics(
+        layers.reference, layers.predicted, tables,
+        (options.reference_crs, options.predicted_crs, options.equal_area_crs),
+        options.boundary_sample_spacing_m, options.boundary_tolerance_m, progress,
+    )
+
+
+def run_warnings(layers: Layers, rows: Rows, options: Options, bounds) -> list[str]:
+    """The data warnings of a run: an equal-area CRS that does not preserve area, rows
+    dropped or repaired, planar coordinates that look like longitude/latitude (``bounds``:
+    total bounds of the evaluated geometries), empty input layers."""
+    ref, ignore, pred = layers.reference, layers.ignore, layers.predicted
+    warnings = check_equal_area(
+        options.equal_area_crs, [ref.overlay, ignore.overlay, pred.overlay], layers.lonlat
+    )
+    warnings += _data_warnings(ref, ignore, pred, options.equal_area_crs, bounds)
+    warnings += _empty_layer_warnings(len(rows.reference), len(rows.predicted))
+    return warnings
+
+
+def summarise(layers: Layers, tables: _Tables, found: Candidates, matched: Matched,
+              options: Options, zones: list[int], warnings: list[str]):
+    """Stage 6: the per-reference quantities and the summary metrics of the whole run.
+
+    Returns (metrics, quantities (n_ref, len(QUANTITIES)), unassigned (len(QUANTITIES),));
+    appends to ``warnings`` when two empty layers get the convention's rates of 1.0.
+    """
+    ref, ignore, pred = layers.reference, layers.ignore, layers.predicted
+    tolerance = options.tolerance
+    quantities, unassigned = _quantities(ref, pred, tables, options.boundary_tolerance_m)
+    metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
+    if ref.n == 0 and pred.n - int(matched.ignored.sum()) == 0:
+        # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
+        metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
+        if not _only_missing_dropped(ref, ignore, pred):
+            warnings.append(
+                "No row of either layer could be evaluated (see the rows not evaluated): the "
+                "rates of 1.0 are the convention for two empty layers and say nothing about "
+                "the data"
+            )
+            logger.warning(warnings[-1])
+    metrics.update(_run_counts(layers, tables, found, matched, options, unassigned, zones))
+    if tolerance:
+        metrics["boundary_tolerance_m"] = options.boundary_tolerance_m
+    return metrics, quantities, unassigned
+
+
+def _run_counts(layers, tables, found, matched, options, unassigned, zones) -> dict:
+    """The run's settings, counts of rows dropped, repaired and ignored, and the sweep."""
+    ref, ignore, pred = layers.reference, layers.ignore, layers.predicted
+    ea_crs = options.equal_area_crs
+    return {
+        "iou_threshold": options.iou_threshold,
+        "matching": options.matching,
+        "equal_area_crs": crs_label(ea_crs),
+        "count_fp_unassigned": int(
+            round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
+        ),
+        "threshold_sweep": threshold_sweep(
+            found.candidates, ref.n, pred.n, options.matching, matched.coverage
+        ),
+        "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
+        "count_predicted_dropped": pred.n_dropped,
+        "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
+        "dropped_by_reason": {
+            "reference": {
+                reason: count + ignore.n_dropped_by_reason[reason]
+                for reason, count in ref.n_dropped_by_reason.items()
+            },
+            "predicted": pred.n_dropped_by_reason,
+        },
+        "count_predicted_repaired": pred.n_repaired,
+        "count_ignore_regions": ignore.n,
+        "count_predicted_ignored": int(matched.ignored.sum()),
+        "distance_crs": (
+            "WGS 84 / UTM zone of each polygon's centroid" if ea_crs is not None
+            else "none (planar units)"
+        ),
+        "boundary_sample_spacing_m": options.boundary_sample_spacing_m,
+        "boundary_sample_spacing_max_m": _finite_max(
+            tables.reference["boundary_sample_spacing_m"]
+        ),
+        "utm_epsg_codes": zones,
+    }
+
+
+def boundary_curve(zoned, tolerance_m, ignored, multiples, progress) -> dict:
+    """Stage 7 (with a tolerance and multiples): boundary precision, recall and F1 at the
+    multiples of the tolerance (``boundary_curve.boundary_f1_by_tolerance``)."""
+    return _boundary_curve(zoned, tolerance_m, ignored, multiples, progress)
+
+
+def detection_stage(layers: Layers, rows: Rows, found: Candidates, matched: Matched,
+                    options: Options):
+    """Stage 8: spatial match and GroundSet's detection scores (``detection_scores``):
+    (metrics, per-reference columns)."""
+    ref, pred = layers.reference, layers.predicted
+    return detection_scores(
+        found.candidates, ref.n, pred.n, options.iou_threshold, matched.coverage,
+        None if rows.reference_group is None
+        else (rows.reference_group, rows.predicted_group, ref.keep, pred.keep),
+        greedy=matched.matches if options.matching == "one_to_one" else None,
+    )
+
+
+def make_groups(layers: Layers, rows: Rows, options: Options) -> dict[str, Groups]:
+    """Stage 9a: the strata and size classes asked for, as ``grouping.Groups`` over the
+    evaluated reference fields."""
+    groups: dict[str, Groups] = {}
+    if rows.strata is not None:
+        groups["per_stratum"] = strata_groups(rows.strata[layers.reference.keep])
+    if options.size_bins is not None:
+        groups["per_size_class"] = size_groups(options.size_bins, layers.reference.area_m2)
+    return groups
+
+
+def group_metrics(groups, quantities, unassigned, tables: _Tables, options: Options,
+                  metrics: dict, per_reference: dict) -> None:
+    """Stage 9b: per stratum and size class metrics into ``metrics`` (with their columns
+    into ``per_reference``), in the report's key order."""
+    if "per_stratum" in groups:
+        per_reference["stratum"] = np.array(groups["per_stratum"].values, dtype=object)
+        metrics["strata_column"] = options.strata_name
+        metrics["count_reference_no_stratum"] = groups["per_stratum"].n_missing
+    if "per_size_class" in groups:
+        per_reference["size_class"] = np.array(groups["per_size_class"].values, dtype=object)
+        metrics["size_class_edges_ha"] = [float(e) for e in groups["per_size_class"].edges]
+        metrics["count_reference_outside_size_classes"] = groups["per_size_class"].n_missing
+    for kind, group in groups.items():
+        metrics[kind] = {}
+        for code, key in enumerate(group.keys):
+            members = group.members(code)
+            entry = {"n": len(members)}
+            if kind == "per_size_class":
+                entry["lower_ha"] = float(group.edges[code])
+                entry["upper_ha"] = float(group.edges[code + 1])
+            entry.update(
+                _group_metrics(quantities, unassigned, tables, members, options.tolerance)
+            )
+            metrics[kind][key] = entry
+
+
+def label_counts(layers: Layers, rows: Rows, tables: _Tables) -> dict:
+    """Stage 9c: counts and rates per group (image, tile) and per class, when given."""
+    out = {}
+    ref_keep, pred_keep = layers.reference.keep, layers.predicted.keep
+    if rows.reference_group is not None:
+        out["per_group"] = _counts_by_label(
+            rows.reference_group[ref_keep], rows.predicted_group[pred_keep], tables,
+            by_match=False,
+        )
+    if rows.reference_class is not None:
+        out["per_class"] = _counts_by_label(
+            rows.reference_class[ref_keep], rows.predicted_class[pred_keep], tables,
+            by_match=True,
+        )
+    return out
+
+
+def average_precision_stage(layers: Layers, rows: Rows, options: Options) -> dict:
+    """Stage 10 (with scores): COCO-style average precision (``_average_precision``)."""
+    return _average_precision(
+        layers.reference, layers.ignore, layers.predicted,
+        rows.scores[layers.predicted.keep], (rows.reference_group, rows.predicted_group),
+        (rows.reference_class, rows.predicted_class), options.ancestors,
+        planar=options.equal_area_crs is None,
+    )
+
+
+def bootstrap_stage(quantities, unassigned, groups, options: Options, metrics: dict,
+                    progress: Progress) -> dict:
+    """Stage 11: percentile bootstrap intervals (``_bootstrap``), resampling reference fields
+    within strata when there are strata; progress 85-99 %."""
+    progress.checkpoint(85, "Bootstrap")
+    pool_codes = (
+        groups["per_stratum"].codes if "per_stratum" in groups
+        else np.zeros(len(quantities), dtype=np.int64)
+    )
+    return _bootstrap(
+        quantities, unassigned, groups, options.bootstrap, options.bootstrap_seed, pool_codes,
+        metrics, options.tolerance, progress,
+    )
 
 
 @allocator.tuned
@@ -162,6 +675,8 @@ def evaluate(
     boundary_sample_spacing_m: float | None = BOUNDARY_SAMPLE_SPACING_M,
     progress: Progress | None = None,
     tolerance_multiples=None,
+    executor=None,
+    work_unit_features: int | None = None,
 ) -> Evaluation:
     """Match predicted polygons to reference polygons by IoU and compute the summary metrics.
 
@@ -200,6 +715,14 @@ def evaluate(
             ``boundary_by_tolerance`` (one more pass over the boundaries, reaching the largest
             multiple; on layers of more than ``boundary_curve.CURVE_SAMPLE_SIZE`` polygons, on
             a random sample of that many, said under ``boundary_by_tolerance.sample``).
+        executor: evaluate in exact work units (``units``) on this executor: any object whose
+            ``submit(fn, *args)`` returns a future (``concurrent.futures.Executor``, a
+            ``distributed.Client``; its workers must import this package). The same results
+            (see ``units`` for the boundary values' last bits); the returned layers then hold
+            no equal-area geometries.
+        work_unit_features: evaluate in work units of about this many rows (default
+            ``units.UNIT_FEATURES`` when ``executor`` is given; None and no executor: one
+            piece).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -209,256 +732,98 @@ def evaluate(
             one, exactly one of the layers without a CRS, or per-row arrays of the wrong length.
         TypeError: a layer given as a single geometry or a non-sequence.
 
-    Source: agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt); groups,
+    Source: agribound 1.0 documentation, "Evaluation"; groups,
     classes and ignore regions beyond it as documented above.
     """
     progress = progress or Progress()
-    iou_threshold = check_threshold(iou_threshold)
-    if matching not in MATCHING_METHODS:
-        raise ValueError(f"matching must be one of {MATCHING_METHODS}, got {matching!r}")
-    bootstrap = check_non_negative_int(bootstrap, "bootstrap")
-    bootstrap_seed = check_non_negative_int(bootstrap_seed, "bootstrap_seed")
-    if boundary_tolerance_m is not None:
-        boundary_tolerance_m = check_positive(boundary_tolerance_m, "boundary_tolerance_m")
-    if boundary_sample_spacing_m is not None:
-        boundary_sample_spacing_m = check_positive(
-            boundary_sample_spacing_m, "boundary_sample_spacing_m"
-        )
-    reference = geometry_array(reference, "reference")
-    predicted = geometry_array(predicted, "predicted")
-    n_ref_in, n_pred_in = len(reference), len(predicted)
-    strata = _per_row(strata, n_ref_in, "strata")
-    reference_ignore = _per_row(reference_ignore, n_ref_in, "reference_ignore")
-    ref_groups = _per_row(reference_groups, n_ref_in, "reference_groups")
-    pred_groups = _per_row(predicted_groups, n_pred_in, "predicted_groups")
-    ref_classes = _per_row(reference_classes, n_ref_in, "reference_classes")
-    pred_classes = _per_row(predicted_classes, n_pred_in, "predicted_classes")
-    scores = _per_row(predicted_scores, n_pred_in, "predicted_scores")
-    if (ref_groups is None) != (pred_groups is None):
-        raise ValueError("predicted_groups and reference_groups must be given together")
-    if (ref_classes is None) != (pred_classes is None):
-        raise ValueError("predicted_classes and reference_classes must be given together")
-    ancestors = ancestors_from_taxonomy(taxonomy)
-    ref_crs = resolve_crs(reference_crs, "reference_crs")
-    pred_crs = resolve_crs(predicted_crs, "predicted_crs")
-    ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
+    options = Options.check(
+        iou_threshold=iou_threshold, matching=matching, predicted_crs=predicted_crs,
+        reference_crs=reference_crs, equal_area_crs=equal_area_crs, size_bins=size_bins,
+        bootstrap=bootstrap, bootstrap_seed=bootstrap_seed, taxonomy=taxonomy,
+        strata_name=strata_name, boundary_tolerance_m=boundary_tolerance_m,
+        boundary_sample_spacing_m=boundary_sample_spacing_m,
+        tolerance_multiples=tolerance_multiples,
+    )
+    rows = check_rows(
+        predicted, reference, strata=strata, reference_ignore=reference_ignore,
+        predicted_groups=predicted_groups, reference_groups=reference_groups,
+        predicted_classes=predicted_classes, reference_classes=reference_classes,
+        predicted_scores=predicted_scores,
+    )
+    if executor is not None or work_unit_features is not None:
+        from .units import UNIT_FEATURES, evaluate_in_units  # units builds on these stages
 
+        return evaluate_in_units(rows, options, progress, executor,
+                                 work_unit_features or UNIT_FEATURES)
     progress.checkpoint(0, "Preparing geometries")
-    ignore_rows = (
-        np.array([is_true(v) for v in reference_ignore], dtype=bool)
-        if reference_ignore is not None
-        else np.zeros(n_ref_in, dtype=bool)
-    )
-    # Each layer is prepared in chunks on both cores.
-    # Geographic layers in a cylindrical equal-area CRS are overlaid in longitude/latitude,
-    # where their edges are straight, and measured exactly (no densification).
-    lonlat = lonlat_area_for([ref_crs, pred_crs], ea_crs)
-    ref = _prepare_rows(
-        reference, np.flatnonzero(~ignore_rows), ref_crs, ea_crs, "reference",
-        progress.span(0, 9), lonlat,
-    )
-    ignore = _prepare_rows(
-        reference, np.flatnonzero(ignore_rows), ref_crs, ea_crs, "reference", None, lonlat
-    )
-    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(9, 19), lonlat)
-    warnings = check_equal_area(ea_crs, [ref.overlay, ignore.overlay, pred.overlay], lonlat)
-
+    layers = prepare_layers(rows, options, progress)
     progress.checkpoint(20, "Computing overlaps")
-    # Pairs below every IoU threshold that counts (matching, the sweep, detection) need
-    # their exact area only if they could be a field's best IoU or largest overlap: most
-    # neighbours overlapping by a sliver keep a cheap bound (overlap.settle).
-    iou_floor = min(SWEEP_THRESHOLDS[0], iou_threshold) * (1.0 - IOU_RTOL)
-    pairs = overlap_pairs(
-        ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress.span(20, 39),
-        area=ref.area_of, iou_floor=iou_floor,
-    )
-    ref_group = pred_group = ref_class = pred_class = None
-    if ref_groups is not None:
-        ref_group = normalise_labels(ref_groups, case_insensitive=False)
-        pred_group = normalise_labels(pred_groups, case_insensitive=False)
-    if ref_classes is not None:
-        ref_class = normalise_labels(ref_classes, case_insensitive=True)
-        pred_class = normalise_labels(pred_classes, case_insensitive=True)
-
-    def pair_sets(pairs):
-        """(same group, and also compatible classes): bool masks over the pairs."""
-        same_group = np.ones(pairs.n, dtype=bool)
-        if ref_group is not None:
-            same_group = (ref_group[ref.keep][pairs.reference]
-                          == pred_group[pred.keep][pairs.predicted])
-        compatible = same_group.copy()
-        if ref_class is not None:
-            compatible &= compatible_classes(
-                pred_class[pred.keep][pairs.predicted],
-                ref_class[ref.keep][pairs.reference],
-                ancestors,
-            )
-        return same_group, compatible
-
-    pairs = settle(pairs, pair_sets(pairs), ref.overlay, ref.area_m2, pred.overlay,
-                   pred.area_m2, ref.area_of)
-    same_group, compatible = pair_sets(pairs)
-    candidates = pairs = pairs.subset(same_group)
-    if ref_class is not None:
-        candidates = pairs.subset(compatible[same_group])
-
+    found = candidate_pairs(layers, rows, options, progress.span(20, 39))
     progress.checkpoint(40, "Matching")
-    matches = match(candidates, ref.n, pred.n, iou_threshold, matching)
-    coverage = _ignore_coverage(
-        ignore, pred, (ref_group, pred_group), (ref_class, pred_class), ancestors
-    )
-    ignored = (
-        (matches.predicted_match < 0) & at_or_above(coverage, iou_threshold) & (coverage > 0)
-    )
-
-    tables = _tables(ref, pred, pairs, matches, ignored, iou_threshold)
-    progress.checkpoint(
-        45,
-        "Boundary distances" if boundary_tolerance_m is None
-        else "Boundary distances and lengths within the tolerance",
-    )
-    zones, zoned = _boundary_metrics(
-        ref, pred, tables, (ref_crs, pred_crs, ea_crs), boundary_sample_spacing_m,
-        boundary_tolerance_m, progress,
-    )
+    matched = match_pairs(found, layers, rows, options)
+    tables = _tables(layers.reference, layers.predicted, found.pairs, matched.matches,
+                     matched.ignored, options.iou_threshold)
+    zones, zoned = measure_boundaries(layers, tables, options, progress)
     progress.checkpoint(75, "Summarising")
-    tolerance = boundary_tolerance_m is not None
-    quantities, unassigned = _quantities(ref, pred, tables, boundary_tolerance_m)
-    metrics = _group_metrics(quantities, unassigned, tables, None, tolerance)
-    warnings += _data_warnings(ref, ignore, pred, ea_crs)
-    warnings += _empty_layer_warnings(n_ref_in, n_pred_in)
-    if ref.n == 0 and pred.n - int(ignored.sum()) == 0:
-        # Both layers empty (after dropping): the seed's 0.1.x convention, rates of 1.0.
-        metrics.update({key: 1.0 for key in RATE_KEYS if key in metrics})
-        if not _only_missing_dropped(ref, ignore, pred):
-            warnings.append(
-                "No row of either layer could be evaluated (see the rows not evaluated): the "
-                "rates of 1.0 are the convention for two empty layers and say nothing about "
-                "the data"
-            )
-            logger.warning(warnings[-1])
-    metrics.update(
-        {
-            "iou_threshold": iou_threshold,
-            "matching": matching,
-            "equal_area_crs": crs_label(ea_crs),
-            "count_fp_unassigned": int(
-                round(unassigned[Q["n_pred"]] - unassigned[Q["n_pred_matched"]])
-            ),
-            "threshold_sweep": threshold_sweep(candidates, ref.n, pred.n, matching, coverage),
-            "count_reference_dropped": ref.n_dropped + ignore.n_dropped,
-            "count_predicted_dropped": pred.n_dropped,
-            "count_reference_repaired": ref.n_repaired + ignore.n_repaired,
-            "dropped_by_reason": {
-                "reference": {
-                    reason: count + ignore.n_dropped_by_reason[reason]
-                    for reason, count in ref.n_dropped_by_reason.items()
-                },
-                "predicted": pred.n_dropped_by_reason,
-            },
-            "count_predicted_repaired": pred.n_repaired,
-            "count_ignore_regions": ignore.n,
-            "count_predicted_ignored": int(ignored.sum()),
-            "distance_crs": (
-                "WGS 84 / UTM zone of each polygon's centroid" if ea_crs is not None
-                else "none (planar units)"
-            ),
-            "boundary_sample_spacing_m": boundary_sample_spacing_m,
-            "boundary_sample_spacing_max_m": _finite_max(
-                tables.reference["boundary_sample_spacing_m"]
-            ),
-            "utm_epsg_codes": zones,
-        }
-    )
-    if tolerance:
-        metrics["boundary_tolerance_m"] = boundary_tolerance_m
-    if tolerance and tolerance_multiples:
+    warnings = run_warnings(layers, rows, options, _total_bounds(layers))
+    curve = None
+    if options.tolerance and options.tolerance_multiples:
         progress.checkpoint(76, "Boundary F1 at larger tolerances")
-        metrics["boundary_by_tolerance"] = _boundary_curve(
-            zoned, boundary_tolerance_m, ignored, tolerance_multiples, progress.span(76, 80),
-        )
+        curve = boundary_curve(zoned, options.boundary_tolerance_m, matched.ignored,
+                               options.tolerance_multiples, progress.span(76, 80))
+    ap = None
+    if rows.scores is not None:
+        ap = lambda: average_precision_stage(layers, rows, options)  # noqa: E731
+    return conclude(layers, rows, options, found, matched, tables, zones, warnings, curve,
+                    ap, progress)
+
+
+def conclude(layers, rows, options, found, matched, tables, zones, warnings, curve, ap,
+             progress) -> Evaluation:
+    """Stages 6-11 on the run's compact arrays (no geometry is read): summary, boundary
+    curve (given, ``curve``), distributions, detection, groups, labels, average precision
+    (``ap``: a callable giving it, or None), bootstrap; the ``Evaluation``."""
+    metrics, quantities, unassigned = summarise(
+        layers, tables, found, matched, options, zones, warnings
+    )
+    if curve is not None:
+        metrics["boundary_by_tolerance"] = curve
         for key in ("boundary_precision", "boundary_recall", "boundary_f1"):
             # The same value as the metric, to the last bit (a sampled curve keeps its own).
-            curve = metrics["boundary_by_tolerance"]
-            if tolerance_multiples[0] == 1.0 and curve["sample"] is None:
+            if options.tolerance_multiples[0] == 1.0 and curve["sample"] is None:
                 curve[key][0] = metrics[key]
     metrics["precision_among_overlapping"] = precision_among_overlapping(metrics)
-    matched_iou = tables.reference["iou"][tables.reference["matched"]]
-    metrics.update(_distribution("iou", matched_iou))
+    metrics.update(_distribution("iou", tables.reference["iou"][tables.reference["matched"]]))
     metrics.update(_distribution("best_iou", tables.reference["best_iou"]))
-
     per_reference = tables.reference
-    detection, detection_columns = detection_scores(
-        candidates, ref.n, pred.n, iou_threshold, coverage,
-        None if ref_group is None else (ref_group, pred_group, ref.keep, pred.keep),
-        greedy=matches if matching == "one_to_one" else None,
-    )
+    detection, detection_columns = detection_stage(layers, rows, found, matched, options)
     metrics.update(detection)
     per_reference.update(detection_columns)
-    groups: dict[str, Groups] = {}
-    if strata is not None:
-        groups["per_stratum"] = strata_groups(strata[ref.keep])
-        per_reference["stratum"] = np.array(groups["per_stratum"].values, dtype=object)
-        metrics["strata_column"] = strata_name
-        metrics["count_reference_no_stratum"] = groups["per_stratum"].n_missing
-    if size_bins is not None:
-        groups["per_size_class"] = size_groups(size_bins, ref.area_m2)
-        per_reference["size_class"] = np.array(groups["per_size_class"].values, dtype=object)
-        metrics["size_class_edges_ha"] = [float(e) for e in groups["per_size_class"].edges]
-        metrics["count_reference_outside_size_classes"] = groups["per_size_class"].n_missing
-    for kind, group in groups.items():
-        metrics[kind] = {}
-        for code, key in enumerate(group.keys):
-            members = group.members(code)
-            entry = {"n": len(members)}
-            if kind == "per_size_class":
-                entry["lower_ha"] = float(group.edges[code])
-                entry["upper_ha"] = float(group.edges[code + 1])
-            entry.update(_group_metrics(quantities, unassigned, tables, members, tolerance))
-            metrics[kind][key] = entry
-    if ref_group is not None:
-        metrics["per_group"] = _counts_by_label(
-            ref_group[ref.keep], pred_group[pred.keep], tables, by_match=False
-        )
-    if ref_class is not None:
-        metrics["per_class"] = _counts_by_label(
-            ref_class[ref.keep], pred_class[pred.keep], tables, by_match=True
-        )
-    if scores is not None:
+    groups = make_groups(layers, rows, options)
+    group_metrics(groups, quantities, unassigned, tables, options, metrics, per_reference)
+    metrics.update(label_counts(layers, rows, tables))
+    if ap is not None:
         progress.checkpoint(80, "Average precision")
-        metrics["average_precision"] = _average_precision(
-            ref, ignore, pred, _as_scores(scores)[pred.keep], (ref_group, pred_group),
-            (ref_class, pred_class), ancestors, planar=ea_crs is None,
+        metrics["average_precision"] = ap()
+    if options.bootstrap:
+        metrics["bootstrap"] = bootstrap_stage(
+            quantities, unassigned, groups, options, metrics, progress
         )
-    if bootstrap:
-        progress.checkpoint(85, "Bootstrap")
-        pool_codes = (
-            groups["per_stratum"].codes
-            if "per_stratum" in groups
-            else np.zeros(ref.n, dtype=np.int64)
-        )
-        metrics["bootstrap"] = _bootstrap(
-            quantities, unassigned, groups, bootstrap, bootstrap_seed, pool_codes, metrics,
-            tolerance, progress,
-        )
-
-    parameters = {
-        "iou_threshold": iou_threshold,
-        "matching": matching,
-        "equal_area_crs": crs_label(ea_crs),
-        "size_bins": size_bins,
-        "bootstrap": bootstrap,
-        "bootstrap_seed": bootstrap_seed,
-        "taxonomy": {k: sorted(v) for k, v in ancestors.items()} or None,
-        "boundary_tolerance_m": boundary_tolerance_m,
-        "boundary_sample_spacing_m": boundary_sample_spacing_m,
-    }
     progress.checkpoint(100, "Evaluation done")
     return Evaluation(
-        metrics, parameters, ref, pred, per_reference, tables.predicted, warnings,
-        pairs=pairs, candidates=candidates, ignore_coverage=coverage,
-        quantities=quantities, unassigned=unassigned,
+        metrics, options.parameters(), layers.reference, layers.predicted, per_reference,
+        tables.predicted, warnings, pairs=found.pairs, candidates=found.candidates,
+        ignore_coverage=matched.coverage, quantities=quantities, unassigned=unassigned,
     )
+
+
+def _total_bounds(layers: Layers) -> np.ndarray:
+    """(xmin, ymin, xmax, ymax) of the evaluated reference and predicted geometries (NaN
+    when there are none)."""
+    ref, pred = layers.reference, layers.predicted
+    if ref.n + pred.n == 0:
+        return np.full(4, np.nan)
+    return shapely.total_bounds(np.concatenate([ref.geometries, pred.geometries]))
 
 
 def precision_among_overlapping(metrics: dict) -> float:
@@ -766,7 +1131,7 @@ def _boundary_metrics(
         # One after the other, each on both cores. Side by side (parallel.run_beside) they
         # were no faster, and in some processes (PYTHONHASHSEED=4 on bench's fields_50k, about
         # half of all runs) the tolerance stage then took 9x the time and 2.5 GB: not
-        # understood yet (bench/README.md, third session).
+        # understood yet (the third session of bench/README.md: git show 5bfee3c:bench/README.md).
         distances = distances_of_matches(progress.span(45, 65))
         within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm(
             ref_zoned, pred_zoned, tolerance_m, progress=progress.span(65, 75)
@@ -799,7 +1164,7 @@ def _boundary_metrics(
 
 
 def _boundary_curve(zoned, tolerance_m, ignored, multiples, progress):
-    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary/curve.py),
+    """Boundary precision, recall and F1 from 1x to 4x the tolerance (boundary_curve.py),
     on the UTM boundaries the boundary metrics measured (``zoned``: reference, predicted)."""
     ref_zoned, pred_zoned = zoned
     return boundary_f1_by_tolerance(
@@ -848,9 +1213,10 @@ _DROP_WORDS = {
 }
 
 
-def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
+def _data_warnings(ref, ignore, pred, ea_crs, bounds) -> list[str]:
     """Messages for the report about rows dropped or repaired, and about planar coordinates
-    that look like longitude/latitude (a layer whose CRS got lost)."""
+    that look like longitude/latitude (a layer whose CRS got lost; ``bounds``: total bounds of
+    the evaluated geometries, float (4,))."""
     messages = []
     for name, layers in (("reference", (ref, ignore)), ("predicted", (pred,))):
         n_input = sum(layer.n_input for layer in layers)
@@ -876,8 +1242,7 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
                 "their polygonal parts) and evaluated"
             )
     if ea_crs is None and ref.n + pred.n:
-        geoms = np.concatenate([ref.geometries, pred.geometries])
-        xmin, ymin, xmax, ymax = shapely.total_bounds(geoms)
+        xmin, ymin, xmax, ymax = bounds
         if -180 <= xmin and xmax <= 360 and -90 <= ymin and ymax <= 90:
             messages.append(
                 "The layers have no CRS and their coordinates look like longitude/latitude: "
@@ -911,13 +1276,15 @@ def _finite_max(values) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
-def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar):
+def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *, planar,
+                       precomputed=None):
     """COCO-style AP over the evaluated predictions, references and ignore regions.
 
     COCO's object size ranges (32² and 96² pixels) apply in planar pixel space only; with
     groups (images) COCO's 100 detections per image are kept, without them every prediction.
     """
-    references = np.concatenate([ref.overlay, ignore.overlay])
+    references = (None if precomputed is not None
+                  else np.concatenate([ref.overlay, ignore.overlay]))
     crowd = np.r_[np.zeros(ref.n, dtype=bool), np.ones(ignore.n, dtype=bool)]
 
     def both(labels):
@@ -925,7 +1292,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
 
     (ref_group, pred_group), (ref_class, pred_class) = groups, classes
     return average_precision(
-        pred.overlay,
+        None if precomputed is not None else pred.overlay,
         scores,
         references,
         predicted_class=None if pred_class is None else pred_class[pred.keep],
@@ -937,6 +1304,7 @@ def _average_precision(ref, ignore, pred, scores, groups, classes, ancestors, *,
         max_detections=COCO_MAX_DETECTIONS if pred_group is not None else None,
         area_ranges=COCO_AREA_RANGES if planar else None,
         area=None if pred.lonlat is None else pred.area_of,
+        precomputed=precomputed,
     )
 
 

@@ -155,12 +155,21 @@ def check_equal_area(equal_area_crs: pyproj.CRS | None, layers, lonlat_area=None
     the world. Returns the warning messages (also logged); none for EPSG:6933 itself or
     planar evaluations.
     """
+    return area_change_warnings(equal_area_crs,
+                                worst_area_change(equal_area_crs, layers, lonlat_area))
+
+
+def worst_area_change(equal_area_crs: pyproj.CRS | None, layers, lonlat_area=None):
+    """The largest relative change of a polygon's area in ``equal_area_crs`` against
+    EPSG:6933 (``check_equal_area``'s measure): a float (NaN when no change is finite), or
+    None when nothing is compared; maxima of pieces of the layers combine to that of the
+    whole (work units)."""
     reference = pyproj.CRS(DEFAULT_EQUAL_AREA_CRS)
     if equal_area_crs is None or equal_area_crs == reference:
-        return []
+        return None
     geoms = np.concatenate([np.asarray(g, dtype=object) for g in layers]) if layers else []
     if len(geoms) == 0:
-        return []
+        return None
     if lonlat_area is not None:
         area, reference_area = lonlat_area(geoms), LonLatArea.for_crs(reference)(geoms)
     else:
@@ -176,8 +185,12 @@ def check_equal_area(equal_area_crs: pyproj.CRS | None, layers, lonlat_area=None
         reference_area[band] = area[band]
     with np.errstate(divide="ignore", invalid="ignore"):
         change = area / reference_area - 1
-    worst = float(np.nanmax(np.abs(change))) if np.any(np.isfinite(change)) else float("nan")
-    if worst <= AREA_CHANGE_TOLERANCE:
+    return float(np.nanmax(np.abs(change))) if np.any(np.isfinite(change)) else float("nan")
+
+
+def area_change_warnings(equal_area_crs: pyproj.CRS | None, worst: float) -> list[str]:
+    """``check_equal_area``'s message (also logged) for a ``worst_area_change``."""
+    if worst is None or worst <= AREA_CHANGE_TOLERANCE:
         return []
     message = (
         f"EQUAL_AREA_CRS {crs_label(equal_area_crs)} does not preserve area here: it changes "

@@ -270,11 +270,19 @@ def prepare_layer(
         area_of=shapely.area if lonlat_area is None else lonlat_area,
         equal_area_crs=equal_area_crs if reproject else None,
     )
+    log_counts(layer)
+    return layer
+
+
+def log_counts(layer: PreparedLayer, extra: dict | None = None) -> None:
+    """Log (warning) how many rows of the layer were dropped, by reason, and repaired
+    (``extra``: passed to the log records)."""
+    name, n_input = layer.name, layer.n_input
     if layer.n_dropped:
         counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
         logger.warning(
             "%d of %s %s not evaluated (%s)", layer.n_dropped, count_of(n_input, f"{name} row"),
-            plural(layer.n_dropped, "is", "are"), counts
+            plural(layer.n_dropped, "is", "are"), counts, extra=extra,
         )
     if layer.n_repaired:
         logger.warning(
@@ -282,8 +290,8 @@ def prepare_layer(
             count_of(layer.n_repaired, f"{name} geometry", f"{name} geometries"),
             "was invalid" if layer.n_repaired == 1 else "were invalid",
             "was" if layer.n_repaired == 1 else "were",
+            extra=extra,
         )
-    return layer
 
 
 def _row_chunks(geoms: np.ndarray) -> list[slice]:

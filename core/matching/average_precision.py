@@ -59,6 +59,7 @@ def average_precision(
     max_detections: int | None = COCO_MAX_DETECTIONS,
     area_ranges: Mapping | None = COCO_AREA_RANGES,
     area=None,
+    precomputed=None,
 ) -> dict:
     """COCO-style AP@[.50:.95], AP50, AP75, AR and per-class values of scored predictions.
 
@@ -116,6 +117,9 @@ def average_precision(
             no bounds (COCO's is [0, 1e10]).
         area: the area function of the geometries' space (``prepare.PreparedLayer.area_of``),
             or None for planar areas (``shapely.area``).
+        precomputed: None, or ``candidate_ious``' result for these layers (work units
+            compute it piece by piece): then ``predicted`` and ``reference`` are not read
+            and may be None.
 
     Returns:
         dict with
@@ -147,9 +151,14 @@ def average_precision(
         reference_group=reference_group, reference_ignore=reference_ignore,
         reference_area=reference_area, class_ancestors=class_ancestors,
         max_detections=max_detections, area_ranges=area_ranges, area=area,
+        precomputed=precomputed,
     )
     order = _detection_order(inputs)
-    pairs = _candidate_ious(inputs, order.kept)
+    if precomputed is None:
+        pairs = _candidate_ious(inputs, order.kept)
+    else:  # COCO's matching does not depend on the order of the pairs
+        on = order.kept[precomputed[2]]
+        pairs = tuple(v[on] for v in precomputed[2:])
     precision, recall, count_reference = _accumulate(inputs, order, pairs)
     return _result(inputs, order, precision, recall, count_reference)
 
@@ -159,7 +168,8 @@ class APInputs:
     """The checked inputs of ``average_precision``: labels as integer codes, areas measured.
 
     Attributes:
-        predicted, reference: object arrays, (n_pred,) and (n_ref,), of geometries or None.
+        predicted, reference: object arrays, (n_pred,) and (n_ref,), of geometries or None;
+            None themselves when the candidate pairs were precomputed.
         scores: float array, (n_pred,); None scores are NaN.
         max_detections: int >= 1, or None (keep all).
         ranges: {label: (low, high)} of the size ranges, CRS units², "all" not among them.
@@ -195,11 +205,11 @@ class APInputs:
 
     @property
     def n_pred(self) -> int:
-        return len(self.predicted)
+        return len(self.scores)  # predicted is None when the pairs were precomputed
 
     @property
     def n_ref(self) -> int:
-        return len(self.reference)
+        return len(self.crowd)
 
     @property
     def n_classes(self) -> int:
@@ -221,12 +231,16 @@ def check_inputs(
     max_detections: int | None = COCO_MAX_DETECTIONS,
     area_ranges: Mapping | None = COCO_AREA_RANGES,
     area=None,
+    precomputed=None,
 ) -> APInputs:
     """The arguments of ``average_precision`` (same names and meanings) checked once, as an
     ``APInputs`` record. Raises ValueError as ``average_precision`` documents."""
-    predicted = _geometries(predicted, "predicted")
-    reference = _geometries(reference, "reference")
-    n_pred, n_ref = len(predicted), len(reference)
+    if precomputed is None:
+        predicted = _geometries(predicted, "predicted")
+        reference = _geometries(reference, "reference")
+        n_pred, n_ref = len(predicted), len(reference)
+    else:
+        n_pred, n_ref = len(precomputed[0]), len(precomputed[1])
     scores = _scores(scores, n_pred)
     max_detections = _check_max_detections(max_detections)
     ranges = _check_area_ranges(area_ranges)
@@ -237,8 +251,11 @@ def check_inputs(
         predicted_group, reference_group, n_pred, n_ref, "predicted_group", "reference_group"
     )
     crowd = _flags(reference_ignore, n_ref, "reference_ignore")
-    pred_area = _areas(predicted, area)
-    ref_geometric_area = _areas(reference, area)
+    if precomputed is None:
+        pred_area = _areas(predicted, area)
+        ref_geometric_area = _areas(reference, area)
+    else:
+        pred_area, ref_geometric_area = precomputed[0], precomputed[1]
     ref_area = (
         ref_geometric_area if reference_area is None else _reference_area(reference_area, n_ref)
     )
@@ -380,6 +397,23 @@ def _candidate_ious(inputs: APInputs, kept: np.ndarray):
     iou = _iou(inter, pred_area[p], ref_area[r], crowd[r])
     keep = (inter > 0) & (iou >= lowest)
     return p[keep].astype(np.int64), r[keep].astype(np.int64), iou[keep]
+
+
+def candidate_ious(predicted, reference, *, predicted_class=None, reference_class=None,
+                   predicted_group=None, reference_group=None, reference_ignore=None,
+                   class_ancestors=None, area=None) -> tuple:
+    """The geometric part of ``average_precision`` (same arguments), for every prediction:
+    (predicted areas (n_pred,), reference areas (n_ref,), and int64 pred, int64 ref, float
+    IoU of the same-group, class-compatible pairs whose IoU can reach 0.50). Each value
+    depends only on the two polygons of a pair, so pieces of the layers give pieces of it."""
+    inputs = check_inputs(
+        predicted, np.zeros(len(predicted)), reference, predicted_class=predicted_class,
+        reference_class=reference_class, predicted_group=predicted_group,
+        reference_group=reference_group, reference_ignore=reference_ignore,
+        class_ancestors=class_ancestors, area=area,
+    )
+    pairs = _candidate_ious(inputs, np.ones(inputs.n_pred, dtype=bool))
+    return (inputs.pred_area, inputs.ref_geometric_area) + tuple(pairs)
 
 
 def _iou(inter, pred_area, ref_area, crowd):

@@ -1,0 +1,291 @@
+"""Exact work units (core/evaluation/units.py): a unit-by-unit run gives the one-piece run's
+numbers, key by key; giant units; executors (threads, a local Dask cluster); cancellation."""
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import shapely
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dask_cluster import dask_scheduler
+
+from iou_evaluation.core import EvaluationCanceled, Progress, evaluate
+from iou_evaluation.core.evaluation.evaluate import Options, check_rows
+from iou_evaluation.core.evaluation.units import split_units
+from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
+
+#: Per-row boundary values and what is summed from them: the boundary solvers
+#: (boundary/distances.py, boundary/tolerance.py) integrate a batch's pieces in blocks whose
+#: edges depend on the other polygons of the batch, so a unit's values can differ from the
+#: one-piece run's in the last bits (float summation order). Compared to 1e-12 relative;
+#: every other key and row must be identical.
+BOUNDARY_KEYS = {
+    "hausdorff_m", "boundary_mean_distance_m", "perimeter_m", "boundary_within_tolerance_m",
+    "boundary_recall", "boundary_precision", "boundary_f1", "hausdorff_mean_m",
+    "boundary_distance_mean_m", "hausdorff_median_m", "boundary_distance_median_m",
+    "quantities", "unassigned", "boundary_by_tolerance",
+}
+
+
+def _compare(a, b, path, loose=False, out=None):
+    """Differences between two results (nested dicts, lists, arrays, numbers) as paths."""
+    out = [] if out is None else out
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            out.append(f"{path}: keys {sorted(set(a) ^ set(b))} or their order")
+            return out
+        for key in a:
+            _compare(a[key], b[key], f"{path}.{key}", loose or key in BOUNDARY_KEYS, out)
+        return out
+    if isinstance(a, (list, tuple)) and not isinstance(b, np.ndarray):
+        if len(a) != len(b):
+            out.append(f"{path}: length")
+            return out
+        for k, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, f"{path}[{k}]", loose, out)
+        return out
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            out.append(f"{path}: shape or dtype {a.shape} {b.shape} {a.dtype} {b.dtype}")
+        elif a.dtype.kind == "f":
+            ok = (np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True) if loose
+                  else np.array_equal(a, b, equal_nan=True))
+            if not ok:
+                out.append(f"{path}: values")
+        elif not all(x == y for x, y in zip(a.tolist(), b.tolist())):
+            out.append(f"{path}: values")
+        return out
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) and math.isnan(b):
+            return out
+        if loose and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12):
+            return out
+    if type(a) is not type(b) or a != b:
+        out.append(f"{path}: {a!r} != {b!r}")
+    return out
+
+
+def _differences(one, units):
+    out = []
+    for name in ("metrics", "parameters", "per_reference", "per_predicted", "warnings",
+                 "ignore_coverage"):
+        _compare(getattr(one, name), getattr(units, name), name, False, out)
+    _compare(one.quantities, units.quantities, "quantities", True, out)
+    _compare(one.unassigned, units.unassigned, "unassigned", True, out)
+    for name in ("reference", "predicted"):
+        _compare(getattr(one, name).keep, getattr(units, name).keep, f"{name}.keep", False, out)
+    for layer in ("pairs", "candidates"):
+        for name in ("reference", "predicted", "intersection_m2", "iou"):
+            _compare(getattr(getattr(one, layer), name), getattr(getattr(units, layer), name),
+                     f"{layer}.{name}", False, out)
+    return out
+
+
+def _fields(nx, ny, seed, cell=100.0, gap=50.0):
+    """Blocks of 2 × 2 jittered fields sharing edges, separated by roads ``gap`` wide (as
+    the bench generator's), and predictions: shifted and shrunk copies, merges of
+    neighbours (some across a road), splits, misses, extras. Components of the candidate
+    graph are a block or a few blocks joined by a merge, so small units cut between them."""
+    rng = np.random.default_rng(seed)
+    jitter = rng.uniform(-0.2, 0.2, (nx + 1, ny + 1, 2)) * cell
+    jitter[::2, :, 0] = 0  # block edges straight
+    jitter[:, ::2, 1] = 0
+
+    def corner(i, j, di, dj):
+        # Corner (i + di, j + dj) of cell (i, j), on its own block's side of a road.
+        x = (i + di) * cell + (i // 2) * gap + jitter[i + di, j + dj, 0]
+        y = (j + dj) * cell + (j // 2) * gap + jitter[i + di, j + dj, 1]
+        return x, y
+
+    reference = []
+    for i in range(nx):
+        for j in range(ny):
+            reference.append(shapely.Polygon(
+                [corner(i, j, 0, 0), corner(i, j, 1, 0), corner(i, j, 1, 1), corner(i, j, 0, 1)]))
+    reference = np.array(reference, dtype=object)
+    predicted = []
+    for k, field in enumerate(reference):
+        outcome = rng.random()
+        if outcome < 0.1:
+            continue  # missed
+        shift = np.clip(rng.normal(0, 0.05 * cell, 2), -0.1 * cell, 0.1 * cell)
+        moved = shapely.affinity.translate(field, *shift)
+        if outcome < 0.15 and k + 1 < len(reference):
+            predicted.append(shapely.union(moved, shapely.affinity.translate(
+                reference[k + 1], *shift)).buffer(0))
+        elif outcome < 0.3:
+            x0, y0, x1, y1 = moved.bounds
+            half = shapely.box(x0, y0, (x0 + x1) / 2, y1)
+            predicted += [moved.intersection(half), moved.difference(half)]
+        else:
+            predicted.append(shapely.affinity.scale(moved, 0.9, 0.95))
+    for _ in range(max(1, len(reference) // 10)):
+        x, y = rng.uniform(0, nx * cell * 1.2), rng.uniform(0, ny * cell * 1.2)
+        predicted.append(shapely.box(x, y, x + 0.5 * cell, y + 0.3 * cell))
+    predicted.append(None)
+    predicted.append(shapely.Polygon())
+    return reference, np.array(predicted, dtype=object)
+
+
+def _options(data, n_ref, n_pred):
+    """Keyword arguments of evaluate with every option hypothesis chooses to turn on."""
+    kwargs = {
+        "matching": data.draw(st.sampled_from(["one_to_one", "many_to_one", "optimal"])),
+        "iou_threshold": data.draw(st.sampled_from([0.3, 0.5, 0.7])),
+    }
+    if data.draw(st.booleans()):
+        kwargs["reference_ignore"] = [k % 7 == 3 for k in range(n_ref)]
+    if data.draw(st.booleans()):
+        kwargs["reference_groups"] = [k % 2 for k in range(n_ref)]
+        kwargs["predicted_groups"] = [0] * n_pred
+    if data.draw(st.booleans()):
+        kwargs["reference_classes"] = ["wheat" if k % 3 else "crop" for k in range(n_ref)]
+        kwargs["predicted_classes"] = ["wheat" if k % 4 else "barley" for k in range(n_pred)]
+        kwargs["taxonomy"] = {"wheat": "crop", "barley": "crop"}
+    if data.draw(st.booleans()):
+        kwargs["strata"] = ["north" if k % 5 else None for k in range(n_ref)]
+        kwargs["strata_name"] = "county"
+    if data.draw(st.booleans()):
+        kwargs["size_bins"] = data.draw(st.sampled_from(["auto", [0.3, 0.8, 1.5]]))
+    if data.draw(st.booleans()):
+        kwargs["bootstrap"] = 20
+        kwargs["bootstrap_seed"] = data.draw(st.integers(0, 5))
+    if data.draw(st.booleans()):
+        kwargs["predicted_scores"] = [((k * 37) % 101) / 100 for k in range(n_pred)]
+    if data.draw(st.booleans()):
+        kwargs["boundary_tolerance_m"] = data.draw(st.sampled_from([2.0, 5.0]))
+        if data.draw(st.booleans()):
+            kwargs["tolerance_multiples"] = (1.0, 2.0, 4.0)
+    return kwargs
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_unit_by_unit_run_equals_the_one_piece_run_key_by_key(data):
+    nx, ny = data.draw(st.integers(2, 7)), data.draw(st.integers(2, 7))
+    reference, predicted = _fields(nx, ny, data.draw(st.integers(0, 10_000)))
+    kwargs = _options(data, len(reference), len(predicted))
+    crs = data.draw(st.sampled_from([None, "EPSG:32613"]))
+    if crs is not None:  # in New Mexico, metres
+        reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
+        predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
+    kwargs.update(predicted_crs=crs, reference_crs=crs)
+    one = evaluate(predicted, reference, **kwargs)
+    units = evaluate(predicted, reference, work_unit_features=data.draw(st.integers(1, 12)),
+                     **kwargs)
+    assert _differences(one, units) == []
+
+
+def test_units_keep_whole_components_and_cover_every_row_once():
+    reference, predicted = _fields(8, 8, seed=3)
+    options = Options.check(iou_threshold=0.5, boundary_tolerance_m=5.0)
+    rows = check_rows(predicted, reference)
+    units = split_units(rows, options, max_features=10)
+    assert len(units) > 5
+    ref_seen = np.sort(np.concatenate([u.reference_rows for u in units]))
+    pred_seen = np.sort(np.concatenate([u.predicted_rows for u in units]))
+    assert ref_seen.tolist() == list(range(len(reference)))
+    assert pred_seen.tolist() == list(range(len(predicted)))
+    unit_of_ref = np.empty(len(reference), int)
+    unit_of_pred = np.empty(len(predicted), int)
+    for k, u in enumerate(units):
+        unit_of_ref[u.reference_rows] = k
+        unit_of_pred[u.predicted_rows] = k
+    # Every pair within 5 m (the reach) is inside one unit.
+    present = np.flatnonzero(~shapely.is_missing(predicted) & ~shapely.is_empty(predicted))
+    r, p = shapely.STRtree(predicted[present]).query(reference, predicate="dwithin",
+                                                     distance=5.0)
+    assert np.array_equal(unit_of_ref[r], unit_of_pred[present[p]])
+
+
+def test_a_giant_unit_is_evaluated_whole_and_gives_the_same_numbers():
+    reference, predicted = _fields(6, 6, seed=5)
+    # One prediction over every field: a single component, larger than the unit size.
+    predicted = np.append(predicted, shapely.box(-50, -50, 800, 800))
+    one = evaluate(predicted, reference, boundary_tolerance_m=3.0)
+    units = evaluate(predicted, reference, boundary_tolerance_m=3.0, work_unit_features=4)
+    assert _differences(one, units) == []
+
+
+def test_a_giant_unit_beyond_the_memory_budget_stops_before_reading_naming_its_features(
+        monkeypatch):
+    reference, predicted = _fields(4, 4, seed=1)
+    # A prediction of 200,000 vertices over every field (a polygonised raster, say).
+    giant = shapely.Point(200, 200).buffer(400, quad_segs=50_000)
+    predicted = np.append(predicted, giant)
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "10")  # 10 MiB: the unit needs ~80 MB
+    with pytest.raises(InsufficientMemoryError) as caught:
+        evaluate(predicted, reference, work_unit_features=5)
+    message = str(caught.value)
+    assert f"predicted row {len(predicted) - 1}" in message
+    assert "200,001 vertices" in message
+    assert "stopped before allocating" in message
+
+
+def test_a_thread_pool_executor_gives_the_same_numbers():
+    reference, predicted = _fields(6, 5, seed=11)
+    kwargs = {"bootstrap": 10, "predicted_scores": list(np.linspace(0, 1, len(predicted)))}
+    one = evaluate(predicted, reference, **kwargs)
+    with ThreadPoolExecutor(2) as pool:
+        units = evaluate(predicted, reference, executor=pool, work_unit_features=6, **kwargs)
+    assert _differences(one, units) == []
+
+
+class _CancelAfter(Progress):
+    """Asks to cancel once progress passes ``percent``; records what it was told."""
+
+    def __init__(self, percent):
+        self.percent = percent
+        self.seen = []
+
+    def report(self, percent, message=""):
+        self.seen.append(percent)
+
+    def is_canceled(self):
+        return bool(self.seen) and self.seen[-1] > self.percent
+
+
+def test_cancelling_mid_run_stops_between_units():
+    reference, predicted = _fields(8, 8, seed=2)
+    progress = _CancelAfter(20)
+    with pytest.raises(EvaluationCanceled):
+        evaluate(predicted, reference, work_unit_features=8, progress=progress)
+    assert 20 < progress.seen[-1] < 75  # during the units, before the summary
+
+
+def test_a_dask_scheduler_and_two_worker_processes_give_the_same_numbers(tmp_path):
+    """A scheduler and two workers started as the README says, each a process of its own:
+    none is a child of a QGIS process."""
+    distributed = pytest.importorskip("distributed")
+    reference, predicted = _fields(6, 6, seed=7)
+    kwargs = {"boundary_tolerance_m": 2.0, "tolerance_multiples": (1.0, 2.0), "bootstrap": 10,
+              "predicted_scores": list(np.linspace(0, 1, len(predicted)))}
+    one = evaluate(predicted, reference, **kwargs)
+    with dask_scheduler(tmp_path, n_workers=2) as address, \
+            distributed.Client(address, timeout=60) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        units = evaluate(predicted, reference, executor=client, work_unit_features=8, **kwargs)
+    assert _differences(one, units) == []
+
+
+def test_layers_in_two_crss_split_into_the_same_numbers():
+    """Predicted envelopes are transformed to the reference CRS (densified, widened): the
+    units still hold every overlapping pair."""
+    import pyproj
+
+    reference, predicted = _fields(6, 6, seed=13)
+    reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
+    predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
+    to_lonlat = pyproj.Transformer.from_crs("EPSG:32613", "EPSG:4326", always_xy=True)
+    predicted = shapely.transform(predicted, lambda xy: np.column_stack(
+        to_lonlat.transform(xy[:, 0], xy[:, 1])))
+    kwargs = {"reference_crs": "EPSG:32613", "predicted_crs": "EPSG:4326",
+              "boundary_tolerance_m": 3.0}
+    one = evaluate(predicted, reference, **kwargs)
+    units = evaluate(predicted, reference, work_unit_features=5, **kwargs)
+    assert one.metrics["count_tp"] > 0
+    assert _differences(one, units) == []
