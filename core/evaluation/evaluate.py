@@ -1105,10 +1105,12 @@ def _boundary_metrics(
     Matched pairs get hausdorff_m, boundary_mean_distance_m and boundary_sample_spacing_m,
     both polygons in the reference field's UTM zone (a pair wider than a zone or beyond ±80°:
     in a scale-corrected conformal CRS), and distance_crs saying which; every reference gets
-        # understood yet (the third session in git show 5bfee3c:bench/README.md).
-    its own zone, against the other layer's boundaries), and references boundary_recall and
-    within_tolerance (matched with a mean boundary distance within the tolerance).
-    Source: agribound seed, "Geometry and coordinate systems" and "With boundary_tolerance_m".
+    perimeter_m and utm_epsg. With a tolerance, both layers get boundary_within_tolerance_m
+    (each polygon in its own zone, against the other layer's boundaries), and references
+    boundary_recall and within_tolerance (matched with a mean boundary distance within the
+    tolerance).
+    Source: agribound 1.0 documentation, "Evaluation": "Geometry and coordinate systems" and
+    "With boundary_tolerance_m".
     """
     ref_crs, pred_crs, ea_crs = crss
     r, p = tables.reference, tables.predicted
