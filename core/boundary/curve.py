@@ -112,7 +112,7 @@ def curve_from_lengths(lengths, counted, n_reference: int, multiples, tolerances
             entry (None when measured whole).
     """
     within_ref, perimeter_ref, within_pred, perimeter_pred = lengths
-    # Both layers empty: 1, as evaluate's rates (the agribound seed's 0.1.x convention).
+    # Both layers empty: 1, as evaluate's rates (agribound 1.0's 0.1.x convention).
     empty = 1.0 if n_reference == 0 and not counted.any() else 0.0
     out = {key: [] for key in ("multiple", "tolerance_m", "boundary_precision",
                                "boundary_recall", "boundary_f1")}

@@ -206,7 +206,7 @@ def check_same_space(a: ZonedLayer, b: ZonedLayer) -> None:
 
 def sample_spacing(length_m: np.ndarray, spacing_m: float | None) -> np.ndarray:
     """The spacing Δ of boundaries of the given lengths: ``spacing_m``, or when None,
-    ``max(BOUNDARY_SAMPLE_SPACING_M, length / BOUNDARY_MAX_SAMPLES)`` (agribound seed)."""
+    ``max(BOUNDARY_SAMPLE_SPACING_M, length / BOUNDARY_MAX_SAMPLES)`` (agribound 1.0)."""
     length_m = np.asarray(length_m, dtype=float)
     if spacing_m is None:
         return np.maximum(BOUNDARY_SAMPLE_SPACING_M, length_m / BOUNDARY_MAX_SAMPLES)

@@ -2,7 +2,7 @@
 distance of the other layer's boundaries, measured in the WGS 84 / UTM zone of each polygon
 (of each part of it, for a polygon wider than a zone: ``_split_wide``).
 
-Exact up to rounding (the agribound seed: "the length of one layer's boundary inside the union
+Exact up to rounding (agribound 1.0: "the length of one layer's boundary inside the union
 of circular-arc buffers of the other layer's boundaries, without polygonal buffer
 approximation"); see ``boundary_within_tolerance``.
 

@@ -49,7 +49,7 @@ def centroid_utm_epsg(geometries, crs: pyproj.CRS | None) -> np.ndarray:
 
     Returns:
         int64 array, shape (n,). 0 for missing or empty geometries and centroids that cannot
-        be transformed to longitude/latitude. The agribound seed takes the centroid in the
+        be transformed to longitude/latitude. agribound 1.0 takes the centroid in the
         equal-area CRS, so pass the equal-area geometries for parity.
     """
     geoms = np.asarray(geometries, dtype=object).reshape(-1)

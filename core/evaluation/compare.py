@@ -9,7 +9,7 @@ at 95 % when the interval excludes 0. Every metric is a ratio of per-reference s
 (``metrics.metrics_from_sums``), so a resample costs one matrix product per layer.
 
 Source: Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13 (percentile
-intervals) and 16 (paired comparisons); the agribound seed's bootstrap of reference fields.
+intervals) and 16 (paired comparisons); agribound 1.0's bootstrap of reference fields.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ logger = logging.getLogger(__name__)
 #: at the antimeridian.
 _HALF_WORLD_M = 20_037_508.0
 
-#: Metrics that get bootstrap intervals (the agribound seed's set).
+#: Metrics that get bootstrap intervals (agribound 1.0's set).
 BOOTSTRAP_KEYS = (
     "precision",
     "recall",
@@ -116,7 +116,7 @@ class Evaluation:
     """Everything one evaluation computed.
 
     Attributes:
-        metrics: summary metrics under the agribound seed's key names, plus per_stratum,
+        metrics: summary metrics under agribound 1.0's key names, plus per_stratum,
             per_size_class, bootstrap, per_group, per_class when asked for.
         parameters: the parameters as used.
         reference, predicted: the prepared layers; ``keep`` maps table rows to input positions.

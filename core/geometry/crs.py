@@ -15,14 +15,14 @@ from .exact_area import LonLatArea
 DEFAULT_EQUAL_AREA_CRS = "EPSG:6933"
 
 #: Edges are split at points of a grid of this many metres before reprojection, so that a
-#: straight edge is not replaced by one long chord in the target CRS (agribound seed splits
+#: straight edge is not replaced by one long chord in the target CRS (agribound 1.0 splits
 #: every edge into such pieces; ``core.geometry.densify`` keeps only the points the image needs).
 DENSIFY_M = 50.0
 
 _WGS84_SEMI_MAJOR_M = 6_378_137.0
 
 #: An equal-area CRS is reported when it changes any polygon's area by more than this
-#: (relative) against EPSG:6933, equal-area on the WGS 84 ellipsoid (agribound seed).
+#: (relative) against EPSG:6933, equal-area on the WGS 84 ellipsoid (agribound 1.0).
 AREA_CHANGE_TOLERANCE = 1e-4
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ no edge is split at all (except where a change of datum bends it).
 
 Reprojection passes through longitude/latitude on the equal-area CRS's own datum, where rings
 that cross the antimeridian (±180°) are made continuous and cut there, so that a field on the
-Fiji or Chukotka side of 180° has its true area (the agribound seed left such layers unsupported).
+Fiji or Chukotka side of 180° has its true area (agribound 1.0 left such layers unsupported).
 Nothing is counted for it: such a polygon is not wrong. The same step handles polygons that
 contain a pole: in longitude/latitude their ring winds once round it, and is closed through the
 pole before the cut (a polar stereographic square round the South Pole gets its geodesic area).

@@ -37,7 +37,7 @@ def threshold_sweep(
     Returns:
         {"iou_threshold", "count_tp", "count_fp", "count_fn", "precision", "recall", "f1"},
         lists of the same length as ``thresholds``. Empty denominators give 0, and 1 when
-        both layers are empty (the agribound seed's rules, as in ``evaluate``).
+        both layers are empty (agribound 1.0's rules, as in ``evaluate``).
 
     Source: agribound 1.0 evaluation ("Matching", "Summary metrics", "Empty denominators").
     """
