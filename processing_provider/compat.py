@@ -2,10 +2,16 @@
 
 from qgis.core import (
     Qgis,
+    QgsCoordinateReferenceSystem,
+    QgsFeatureRequest,
     QgsFeatureSink,
+    QgsFields,
     QgsProcessing,
     QgsProcessingFeatureSource,
     QgsProcessingParameterDefinition,
+    QgsProcessingParameterField,
+    QgsProcessingParameterNumber,
+    QgsProperty,
     QgsWkbTypes,
 )
 from qgis.PyQt.QtCore import QMetaType
@@ -16,29 +22,59 @@ try:  # QGIS >= 3.36
     TABLE = Qgis.ProcessingSourceType.Vector
     SKIP_GEOMETRY_CHECKS = Qgis.ProcessingFeatureSourceFlag.SkipGeometryValidityChecks
 except AttributeError:  # QGIS 3.22 - 3.34
-    VECTOR_POLYGON = QgsProcessing.TypeVectorPolygon
-    VECTOR_POINT = QgsProcessing.TypeVectorPoint
-    TABLE = QgsProcessing.TypeVector
-    SKIP_GEOMETRY_CHECKS = QgsProcessingFeatureSource.FlagSkipGeometryValidityChecks
+    VECTOR_POLYGON = QgsProcessing.SourceType.TypeVectorPolygon
+    VECTOR_POINT = QgsProcessing.SourceType.TypeVectorPoint
+    TABLE = QgsProcessing.SourceType.TypeVector
+    SKIP_GEOMETRY_CHECKS = QgsProcessingFeatureSource.Flag.FlagSkipGeometryValidityChecks
 
 try:  # QGIS >= 3.30
     MULTI_POLYGON = Qgis.WkbType.MultiPolygon
     MULTI_POINT = Qgis.WkbType.MultiPoint
     NO_GEOMETRY = Qgis.WkbType.NoGeometry
 except AttributeError:
-    MULTI_POLYGON = QgsWkbTypes.MultiPolygon
-    MULTI_POINT = QgsWkbTypes.MultiPoint
-    NO_GEOMETRY = QgsWkbTypes.NoGeometry
+    MULTI_POLYGON = QgsWkbTypes.Type.MultiPolygon
+    MULTI_POINT = QgsWkbTypes.Type.MultiPoint
+    NO_GEOMETRY = QgsWkbTypes.Type.NoGeometry
 
 try:  # QGIS >= 3.36
     ADVANCED = Qgis.ProcessingParameterFlag.Advanced
 except AttributeError:
-    ADVANCED = QgsProcessingParameterDefinition.FlagAdvanced
+    ADVANCED = QgsProcessingParameterDefinition.Flag.FlagAdvanced
+
+FAST_INSERT = QgsFeatureSink.Flag.FastInsert
+
+try:  # QGIS >= 3.30
+    GEOMETRY_NULL = Qgis.GeometryType.Null
+    GEOMETRY_POLYGON = Qgis.GeometryType.Polygon
+    GEOMETRY_UNKNOWN = Qgis.GeometryType.Unknown
+except AttributeError:
+    GEOMETRY_NULL = QgsWkbTypes.GeometryType.NullGeometry
+    GEOMETRY_POLYGON = QgsWkbTypes.GeometryType.PolygonGeometry
+    GEOMETRY_UNKNOWN = QgsWkbTypes.GeometryType.UnknownGeometry
 
 try:  # QGIS >= 3.36
-    FAST_INSERT = QgsFeatureSink.Flag.FastInsert
+    NUMBER_DOUBLE = Qgis.ProcessingNumberParameterType.Double
+    NUMBER_INTEGER = Qgis.ProcessingNumberParameterType.Integer
+    FIELD_PARAMETER_ANY = Qgis.ProcessingFieldParameterDataType.Any
+    FIELD_PARAMETER_NUMERIC = Qgis.ProcessingFieldParameterDataType.Numeric
+    FIELD_PARAMETER_STRING = Qgis.ProcessingFieldParameterDataType.String
+    WKT2_2019 = Qgis.CrsWktVariant.Wkt2_2019
+    REQUEST_NO_GEOMETRY = Qgis.FeatureRequestFlag.NoGeometry
+    STATIC_PROPERTY = Qgis.PropertyType.Static
 except AttributeError:
-    FAST_INSERT = QgsFeatureSink.FastInsert
+    NUMBER_DOUBLE = QgsProcessingParameterNumber.Type.Double
+    NUMBER_INTEGER = QgsProcessingParameterNumber.Type.Integer
+    FIELD_PARAMETER_ANY = QgsProcessingParameterField.DataType.Any
+    FIELD_PARAMETER_NUMERIC = QgsProcessingParameterField.DataType.Numeric
+    FIELD_PARAMETER_STRING = QgsProcessingParameterField.DataType.String
+    WKT2_2019 = QgsCoordinateReferenceSystem.WktVariant.WKT2_2019
+    REQUEST_NO_GEOMETRY = QgsFeatureRequest.Flag.NoGeometry
+    STATIC_PROPERTY = QgsProperty.Type.StaticProperty
+
+try:  # QGIS >= 3.38
+    ORIGIN_PROVIDER = Qgis.FieldOrigin.Provider
+except AttributeError:
+    ORIGIN_PROVIDER = QgsFields.FieldOrigin.OriginProvider
 
 QGIS_VERSION = Qgis.QGIS_VERSION
 

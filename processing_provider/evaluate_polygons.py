@@ -27,7 +27,14 @@ from ..core.util.memory import InsufficientMemoryError
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
-from .compat import ADVANCED, FAST_INSERT, FIELD_LONG, TABLE, VECTOR_POLYGON
+from .compat import (
+    ADVANCED,
+    FAST_INSERT,
+    FIELD_LONG,
+    FIELD_PARAMETER_NUMERIC,
+    TABLE,
+    VECTOR_POLYGON,
+)
 from .file_sync import sync_files, unsynced_sqlite
 from .geopackage import direct_location
 from .layers import (
@@ -216,7 +223,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 self.SCORE_FIELD,
                 self.tr("Score field of the predicted layer (confidence: adds COCO-style AP)"),
                 parentLayerParameterName=self.PREDICTED,
-                type=QgsProcessingParameterField.Numeric,
+                type=FIELD_PARAMETER_NUMERIC,
                 optional=True,
             ),
             QgsProcessingParameterField(

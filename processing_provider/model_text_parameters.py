@@ -14,6 +14,7 @@ from qgis.core import (
 )
 
 from ..core.text.model_text import COORDINATE_FORMATS
+from .compat import FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
@@ -68,7 +69,7 @@ def image_size_parameters(parent: str):
     return [
         QgsProcessingParameterField(
             name, label, parentLayerParameterName=parent,
-            type=QgsProcessingParameterField.Any, optional=True,
+            type=FIELD_PARAMETER_ANY, optional=True,
         )
         for name, label in (
             (IMAGE_WIDTH_FIELD, "Image width field (pixels)"),
@@ -107,7 +108,7 @@ def read_columns(source, indices: dict, feedback, progress_range=(0.0, 20.0)):
     Returns:
         ({column name: list (n,)}, feature ids list), or None when the user canceled.
     """
-    request = QgsFeatureRequest().setFlags(QgsFeatureRequest.NoGeometry)
+    request = QgsFeatureRequest().setFlags(REQUEST_NO_GEOMETRY)
     wanted = sorted({i for i in indices.values() if i >= 0})
     request.setSubsetOfAttributes(wanted)
     columns = {name: [] for name in indices}

@@ -16,7 +16,7 @@ from qgis.core import (
 
 from ..core.reports.data import library_versions, write_atomically
 from ..core.reports.html import utc_now
-from .compat import QGIS_VERSION
+from .compat import QGIS_VERSION, STATIC_PROPERTY
 from .metadata import plugin_version
 from .parameters import requested
 
@@ -127,7 +127,7 @@ def _plain(value):
     if isinstance(value, QgsProcessingOutputLayerDefinition):
         return _plain(value.sink)
     if isinstance(value, QgsProperty):
-        return value.staticValue() if value.propertyType() == QgsProperty.StaticProperty else (
+        return value.staticValue() if value.propertyType() == STATIC_PROPERTY else (
             value.asExpression()
         )
     if isinstance(value, QgsCoordinateReferenceSystem):

@@ -26,8 +26,10 @@ from .compat import (
     FIELD_DOUBLE,
     FIELD_INT,
     FIELD_LONG,
+    FIELD_PARAMETER_STRING,
     FIELD_STRING,
     NO_GEOMETRY,
+    NUMBER_DOUBLE,
     TABLE,
 )
 from .layers import feature_batches, qgis_values
@@ -109,7 +111,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                             (self.EXPECTED_FIELD, "Expected geometry field")):
             self.addParameter(QgsProcessingParameterField(
                 name, self.tr(label), parentLayerParameterName=self.INPUT,
-                type=QgsProcessingParameterField.String))
+                type=FIELD_PARAMETER_STRING))
         self.addParameter(QgsProcessingParameterField(
             self.ID_FIELD, self.tr("Row id field (default: feature id)"),
             parentLayerParameterName=self.INPUT, optional=True))
@@ -119,7 +121,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             self.addParameter(parameter)
         self.addParameter(QgsProcessingParameterNumber(
             self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
-            QgsProcessingParameterNumber.Double, defaultValue=0.5, minValue=0.0, maxValue=1.0))
+            NUMBER_DOUBLE, defaultValue=0.5, minValue=0.0, maxValue=1.0))
         self.addParameter(QgsProcessingParameterField(
             self.GROUP_FIELD, self.tr("Group field (model, prompt, class)"),
             parentLayerParameterName=self.INPUT, optional=True))

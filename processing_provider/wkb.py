@@ -45,9 +45,9 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
         # Curve types hold straight runs too (a MultiSurface of plain rings, say): every such
         # geometry becomes its linear type; only those with arcs are counted.
         has_arcs = geometry.requiresConversionToStraightSegments()
-        linear = QgsGeometry(
-            geometry.constGet().segmentize(CURVE_SEGMENT_ANGLE, QgsAbstractGeometry.MaximumAngle)
-        )
+        linear = QgsGeometry(geometry.constGet().segmentize(
+            CURVE_SEGMENT_ANGLE, QgsAbstractGeometry.SegmentationToleranceType.MaximumAngle
+        ))
         geometries[k] = shapely.from_wkb(linear.asWkb().data(), on_invalid="ignore")
         n_curved += has_arcs and geometries[k] is not None
     return geometries, n_curved
