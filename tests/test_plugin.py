@@ -146,7 +146,7 @@ def test_a_missing_required_package_still_loads_and_says_so(qgis_app, qgis_iface
     plugin.initGui()
     plugin.unload()
     assert plugin.provider is None
-    bar = qgis_iface.messageBar().get_messages(Qgis.Critical)
+    bar = qgis_iface.messageBar().get_messages(Qgis.MessageLevel.Critical)
     assert any("no_such_package_iou is not installed" in m and "pip install" in m for m in bar)
     assert any(tag == "IoU Evaluation" and "no_such_package_iou" in text for tag, text in logged)
     # qgis_process shows neither the message bar nor the log: standard error it does show
