@@ -31,7 +31,8 @@ COORDINATE_FORMAT_LABELS = (
     "normalized_100 (percent)",
     "normalized_1024_yxyx (1024 bins, y first, PaliGemma)",
 )
-assert len(COORDINATE_FORMAT_LABELS) == len(COORDINATE_FORMATS)
+if len(COORDINATE_FORMAT_LABELS) != len(COORDINATE_FORMATS):
+    raise RuntimeError("COORDINATE_FORMAT_LABELS needs one label per COORDINATE_FORMATS entry")
 
 HELP_CONVENTIONS = """
 <p><b>Coordinate conventions.</b> Pixel coordinates have (0, 0) at the top-left corner of the

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import operator
+import string
 from dataclasses import dataclass
 
 #: Relative tolerance of every comparison.
@@ -34,9 +35,7 @@ RELATIVE_TOLERANCE = 1e-9
 #: Operators, longest first (the tokenizer takes the longest match).
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
-_NAME_CHARACTERS = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+"
-)
+_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_-+")
 #: A ``*`` segment of a path.
 WILDCARD = object()
 
