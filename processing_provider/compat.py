@@ -79,6 +79,14 @@ except AttributeError:
 QGIS_VERSION = Qgis.QGIS_VERSION
 
 
+def parameter_as_fields(algorithm, parameters, name, context) -> list:
+    """The field names a field parameter holds: ``parameterAsStrings`` where QGIS has it
+    (3.40 deprecates ``parameterAsFields`` for it), else ``parameterAsFields`` (3.22)."""
+    if hasattr(algorithm, "parameterAsStrings"):
+        return algorithm.parameterAsStrings(parameters, name, context)
+    return algorithm.parameterAsFields(parameters, name, context)
+
+
 # Field types. QGIS 3.38 deprecated QgsField(name, QVariant.Type) for QgsField(name,
 # QMetaType.Type), and Qt 6 has no QVariant type enum at all; QGIS 3.22 - 3.36 take a
 # QVariant.Type, which PyQt5 also accepts as its integer id, the same as QMetaType.Type's.

@@ -14,7 +14,7 @@ from qgis.core import (
 )
 
 from ..core.text.model_text import COORDINATE_FORMATS
-from .compat import FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY
+from .compat import FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
@@ -88,7 +88,7 @@ def field_index(algorithm, source, parameters, name, context, required=False) ->
 
     Raises QgsProcessingException naming the parameter when a required one is missing or the
     field is not in the table."""
-    names = algorithm.parameterAsFields(parameters, name, context)
+    names = parameter_as_fields(algorithm, parameters, name, context)
     if not names:
         if required:
             raise QgsProcessingException(f"{name}: a field is needed")
