@@ -79,6 +79,16 @@ except AttributeError:
 QGIS_VERSION = Qgis.QGIS_VERSION
 
 
+def save_style_to_database(layer, name: str, description: str, use_as_default: bool) -> str:
+    """Store ``layer``'s style in its database (a GeoPackage's layer_styles table); returns
+    the error text, "" when stored. ``saveStyleToDatabaseV2`` where QGIS has it (3.44
+    deprecates ``saveStyleToDatabase`` for it), else ``saveStyleToDatabase``."""
+    if hasattr(layer, "saveStyleToDatabaseV2"):
+        _, error = layer.saveStyleToDatabaseV2(name, description, use_as_default, "")
+        return error
+    return layer.saveStyleToDatabase(name, description, use_as_default, "")
+
+
 def parameter_as_fields(algorithm, parameters, name, context) -> list:
     """The field names a field parameter holds: ``parameterAsStrings`` where QGIS has it
     (3.40 deprecates ``parameterAsFields`` for it), else ``parameterAsFields`` (3.22)."""
