@@ -10,7 +10,7 @@
 #
 # SUITE: trixie (Debian 13: QGIS 3.40 LTR, shapely 2.1, numpy 2.2, Python 3.13) or sid
 # (QGIS 3.44, shapely 2.2, numpy 2.4, Python 3.14). Chroots go to $IOU_CHROOTS/SUITE
-# (default .build/chroots/SUITE, about 1.5 GB each). Needs root, debootstrap (installed with
+# (default .build/chroots/SUITE, about 2.7 GB each). Needs root, debootstrap (installed with
 # apt-get when missing) and network access to Debian's archive and PyPI. A second build
 # checks and finishes in seconds.
 #
