@@ -6,7 +6,10 @@ from qgis.core import QgsProcessingAlgorithm, QgsProcessingOutputNumber
 from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 
+from ..core.classmaps.rasters import inputs_left_untouched
 from .csvt import csv_destination, write_csvt
+from .help_text import html_to_text
+from .qgis_process import in_qgis_process, release_inputs
 
 RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
 
@@ -38,7 +41,21 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
         return self.GROUP_ID
 
     def shortHelpString(self):  # noqa: N802
-        return self.tr(self.HELP)
+        # qgis_process prints it in a terminal as it is: plain text there, HTML elsewhere
+        text = self.tr(self.HELP)
+        # (after a blank line: qgis_process prints it right under the one-line description)
+        return "\n" + html_to_text(text) if in_qgis_process() else text
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        release_inputs()  # qgis_process has loaded the inputs: see qgis_process.py
+        # QGIS's own check loads the input layers: a raster it loads computes statistics,
+        # which GDAL would save beside the input (inputs are never modified).
+        with inputs_left_untouched():
+            return super().checkParameterValues(parameters, context)
+
+    def prepareAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        release_inputs()
+        return super().prepareAlgorithm(parameters, context, feedback)
 
     def shortDescription(self):  # noqa: N802
         return self.tr(self.SHORT_HELP) if self.SHORT_HELP else super().shortDescription()

@@ -34,12 +34,19 @@ with operators <code>&gt;= &gt; &lt;= &lt; == !=</code>, for example
 <ul>
 <li>Keys are looked up in the report's <code>metrics</code> first, then from the top
 (<code>parameters.iou_threshold == 0.5</code> works too); nested keys are joined with dots.</li>
-<li><code>*</code> stands for every key at its level: <code>per_size_class.*.recall</code>
-checks every size class. A key with dots (the size class 0.5-1) can be quoted:
+<li>A key is written as the report spells it, in any script and with spaces
+(<code>per_class.Forêt dense.iou</code>); quote a key that holds one of
+<code>. " ' * ? ; &lt; &gt; = !</code>. A key with dots (the size class 0.5-1) can be quoted:
 <code>per_size_class."0.5-1".recall</code>; a number indexes a list
 (<code>bootstrap.ci.f1.0</code>, the lower bound of F1's interval).</li>
+<li><code>*</code> stands for every key at its level: <code>per_size_class.*.recall</code>
+checks every size class.</li>
 <li>Comparisons allow a relative tolerance of 1e-9 (as the IoU threshold does). A value that
-is null in the report (an undefined metric) fails its condition.</li>
+is null in the report (an undefined metric) fails its condition, and a wildcard checks every
+value it reaches, nulls included: <code>per_class.*.iou &gt;= 0.5</code> fails on a class
+absent from both maps (its IoU is null). A <code>?</code> after the key skips null values
+instead: <code>per_class.*.iou? &gt;= 0.5</code> checks the classes that have an IoU and lists
+the others as skipped (SKIPPED_COUNT).</li>
 </ul>
 <p>A condition that cannot be read, or a key the report does not have, stops the run with a
 message naming it (and the keys that are there).</p>
@@ -76,7 +83,8 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
                     multiLine=True,
                 ),
                 self.tr("key operator number, separated by ';' or new lines; operators >= > "
-                        "<= < == !=; '*' for every key at a level."),
+                        "<= < == !=; '*' for every key at a level; '?' after the key skips "
+                        "null values (per_class.*.iou? >= 0.5)."),
             )
         )
         self.addParameter(
@@ -94,12 +102,14 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
             table_sink(
                 self.OUTPUT, "Threshold checks", self.tr,
                 "One row per value checked: condition, key, operator, threshold, value, "
-                "passed.",
+                "passed, skipped (a null value under a condition with '?').",
                 optional=True,
             )
         )
         self.addOutput(QgsProcessingOutputNumber("FAILED_COUNT", self.tr("Failed checks")))
         self.addOutput(QgsProcessingOutputNumber("CHECK_COUNT", self.tr("Values checked")))
+        self.addOutput(QgsProcessingOutputNumber(
+            "SKIPPED_COUNT", self.tr("Null values skipped ('?' conditions)")))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)
@@ -127,8 +137,9 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         outputs = self._write_table(parameters, context, results)
         failed = sum(not r.passed for r in results)
         for r in results:
+            verdict = "skip" if r.skipped else ("pass" if r.passed else "FAIL")
             feedback.pushInfo(
-                f"{'pass' if r.passed else 'FAIL'}  {r.path} = {r.value} "
+                f"{verdict}  {r.path} = {'null' if r.value is None else r.value} "
                 f"({r.operator} {r.threshold:g})"
             )
         if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
@@ -138,7 +149,9 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         if failed:
             feedback.pushWarning(failure_message(results))
         feedback.setProgress(100)
-        return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results)}
+        skipped = sum(r.skipped for r in results)
+        return {**outputs, "FAILED_COUNT": failed, "CHECK_COUNT": len(results) - skipped,
+                "SKIPPED_COUNT": skipped}
 
     def _write_table(self, parameters, context, results) -> dict:
         if not requested(parameters, self.OUTPUT):
@@ -151,6 +164,7 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
             ("threshold", FIELD_DOUBLE),
             ("value", FIELD_DOUBLE),
             ("passed", FIELD_BOOL),
+            ("skipped", FIELD_BOOL),
         ):
             fields.append(QgsField(name, kind))
         sink, dest_id = self.parameterAsSink(
@@ -162,7 +176,8 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
         for r in results:
             feature = QgsFeature()
             feature.setAttributes(
-                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed)]
+                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
+                 bool(r.skipped)]
             )
             features.append(feature)
         if not sink.addFeatures(features, FAST_INSERT):

@@ -18,7 +18,7 @@ from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, TABLE
 from .parameters import requested
 from .progress import fraction_progress
-from .reporting import plain_parameters, provenance, write_reports
+from .reporting import provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -77,9 +77,7 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
     def finish_report(self, report, parameters, context):
         """Add provenance and the "reproduce" parameters to a core class-map report."""
         report["provenance"] = {**report.get("provenance", {}), **provenance()}
-        report["reproduce"] = {
-            "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
-        }
+        report["reproduce"] = reproduce(self, parameters, context)
         return report
 
     def write_class_map_outputs(self, parameters, context, feedback, report) -> dict:

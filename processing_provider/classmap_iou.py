@@ -13,6 +13,7 @@ from qgis.core import (
 from ..core.classmaps.polygons import polygon_class_confusion
 from ..core.reports.class_map import build_class_map_report
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
+from ..core.util.wording import count_of
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
@@ -31,8 +32,10 @@ HELP = """
 <p>Scores a categorised polygon layer (a land-cover or crop map) against a reference one,
 class by class, from exact overlay areas in m² in the equal-area CRS (default EPSG:6933):
 no rasterisation, no resampling error. Geometries are repaired and reprojected as in
-<i>Evaluate polygons</i>; rows without a class value are dropped and counted.</p>
-<p>Area compared: the overlap of the two layers' extents, or the STUDY_AREA polygons. Cell
+<i>Evaluate polygons</i>; rows without a class value are dropped and counted, and move
+nothing (not even the extent of the area compared).</p>
+<p>Area compared: the overlap of the two layers' extents (of their rows with a class), or the
+STUDY_AREA polygons. Cell
 M[p, r] of the confusion matrix (<b>rows = prediction, columns = reference</b>) is the area
 where the prediction says p and the reference says r; the <i>no prediction</i> row holds the
 reference area no predicted polygon covers. Predicted ground without a reference polygon is
@@ -45,8 +48,9 @@ precision (user's accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP 
 frequency-weighted IoU; overall accuracy by area = Σ TP area / Σ area compared (the
 area-weighted overall accuracy, reported as <code>pixel_accuracy</code> and as the numeric
 output <code>PIXEL_ACCURACY</code>, named as in <i>Label raster IoU</i>).
-Class values are compared as text, trimmed and case-insensitive (as everywhere in the
-plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest". A class is keyed
+Class values are compared as text, in Unicode NFC, trimmed and case-insensitive (as
+everywhere in the plugin): 3, 3.0 and "3" are one class, and so are "Forest" and "forest",
+and "Forêt" typed with a combined or a separate accent. A class is keyed
 (<code>per_class</code>, <code>class_value</code>) as the data spells it: its first spelling
 in the reference layer, else in the predicted layer.</p>
 """
@@ -180,7 +184,8 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
         miou = report["miou"]
         feedback.pushInfo(
             f"mIoU {'–' if miou is None else f'{miou:.4f}'} over "
-            f"{report['conventions']['n_classes_in_mean']} classes (areas in m² in "
+            f"{count_of(report['conventions']['n_classes_in_mean'], 'class', 'classes')} "
+            f"(areas in m² in "
             f"{result.alignment['equal_area_crs']})"
         )
         return self.write_class_map_outputs(parameters, context, feedback, report)

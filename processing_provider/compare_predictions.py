@@ -53,7 +53,7 @@ from .parameters import (
     with_help,
 )
 from .progress import FeedbackProgress
-from .reporting import input_description, plain_parameters, provenance, write_reports
+from .reporting import input_description, provenance, reproduce, write_reports
 from .validation import (
     equal_area_crs_error,
     missing_package_error,
@@ -278,9 +278,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         for k, (name, layer, features) in enumerate(zip(comparison.names, layers, predicted)):
             inputs[f"predicted {k + 1}: {name}"] = _layer_description(layer, features)
         report = comparison_report(comparison, inputs, provenance())
-        report["reproduce"] = {
-            "algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)
-        }
+        report["reproduce"] = reproduce(self, parameters, context)
         results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML, render_comparison_html),

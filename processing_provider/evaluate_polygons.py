@@ -24,6 +24,7 @@ from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
 from ..core.util.memory import InsufficientMemoryError
+from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
@@ -81,8 +82,8 @@ from .validation import (
 )
 from .reporting import (
     input_description,
-    plain_parameters,
     provenance,
+    reproduce,
     same_layer_warning,
     write_reports,
 )
@@ -124,13 +125,16 @@ inside). The report counts the rows left out on each side.</p>
 <p><b>Detection-style scores.</b> Spatial match (Galtea): a reference passes when the best
 IoU of any prediction that may match it reaches the threshold (column spatial_match of the
 per-field table, spatial_match_rate). GroundSet: greedy one-to-one matching among candidates
-(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = mean
-over references of the best candidate IoU (a missed reference counts 0); with group fields,
+(taxonomy-aware), groundset_precision / recall / f1 at the threshold, groundset_miou = Σ best
+candidate IoU / count of references (a missed reference counts its best IoU with any candidate,
+0 only when none overlaps it); with group fields,
 count_tn = groups (images) with neither an evaluated reference nor a prediction, such as a
 group whose rows all have null geometries.</p>
 <p>Outputs: matched predictions (TP), unmatched predictions (FP, flagged when they overlap no
 reference), unmatched references (FN), a per-field table keyed by the reference id (join it
-to the reference layer), and JSON and HTML reports. Definitions follow agribound 1.0's
+to the reference layer), and JSON and HTML reports. Predictions are named by their input
+feature id (pred_fid, max_overlap_pred_fid) and, with a predicted id field, by their own id
+too (pred_id, max_overlap_pred_id). Definitions follow agribound 1.0's
 evaluation.</p>
 """
 
@@ -146,6 +150,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     PREDICTED = "PREDICTED"
     REFERENCE = "REFERENCE"
     REFERENCE_ID_FIELD = "REFERENCE_ID_FIELD"
+    PREDICTED_ID_FIELD = "PREDICTED_ID_FIELD"
     IOU_THRESHOLD = "IOU_THRESHOLD"
     EQUAL_AREA_CRS = "EQUAL_AREA_CRS"
     MATCHING = "MATCHING"
@@ -175,7 +180,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         REFERENCE_IGNORE_FIELD,
         REFERENCE_GROUP_FIELD,
     )
-    PREDICTED_FIELDS = (PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD, SCORE_FIELD)
+    PREDICTED_FIELDS = (
+        PREDICTED_ID_FIELD, PREDICTED_CLASS_FIELD, PREDICTED_GROUP_FIELD, SCORE_FIELD
+    )
     DESTINATIONS = (
         TRUE_POSITIVES, FALSE_POSITIVES, FALSE_NEGATIVES, PER_FIELD, REPORT_JSON, REPORT_HTML
     )
@@ -189,7 +196,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         "COUNT_FN": ("count_fn", "False negatives"),
         "SPATIAL_MATCH_RATE": ("spatial_match_rate", "Spatial match rate (Galtea)"),
         "GROUNDSET_F1": ("groundset_f1", "GroundSet F1 at the threshold"),
-        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (missed references 0)"),
+        "GROUNDSET_MIOU": ("groundset_miou", "GroundSet mIoU (Σ best IoU / references)"),
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
@@ -208,6 +215,15 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 self.REFERENCE_ID_FIELD,
                 self.tr("Reference id field (keys the per-field table; default: feature id)"),
                 parentLayerParameterName=self.REFERENCE,
+                optional=True,
+            )
+        )
+        self.addParameter(
+            QgsProcessingParameterField(
+                self.PREDICTED_ID_FIELD,
+                self.tr("Predicted id field (names predictions in every output; default: "
+                        "feature id only)"),
+                parentLayerParameterName=self.PREDICTED,
                 optional=True,
             )
         )
@@ -501,8 +517,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         run_warnings = []
         for name, features in (("reference", reference), ("predicted", predicted)):
             if features.n_curved:
+                curved = count_of(features.n_curved, f"{name} geometry with arcs",
+                                  f"{name} geometries with arcs")
                 run_warnings.append(
-                    f"{features.n_curved} {name} geometries with arcs were cut into straight "
+                    f"{curved} {plural(features.n_curved, 'was', 'were')} cut into straight "
                     f"segments at most {math.degrees(CURVE_SEGMENT_ANGLE):g}° of arc apart"
                 )
                 feedback.pushInfo(run_warnings[-1])
@@ -580,10 +598,21 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if id_index >= 0
             else QgsField("ref_fid", FIELD_LONG)
         )
+        pred_ids, pred_id_qfield = None, None
+        if self.PREDICTED_ID_FIELD in fields:
+            pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
+            pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
+            pred_id_qfield = QgsField(predicted_source.fields().at(pred_index))
+            if len(set(map(str, pred_ids))) < len(pred_ids):
+                feedback.pushWarning(
+                    f"PREDICTED_ID_FIELD: {pred_name} has repeated values: pred_id does not "
+                    "name one prediction (pred_fid does)"
+                )
         outputs = EvaluationOutputs(
             evaluation, predicted, reference, predicted_source.fields(),
             reference_source.fields(), ref_ids, id_qfield,
             _transform(predicted_source, reference_source, context),
+            pred_ids, pred_id_qfield,
         )
         results = writer.write_all(outputs, reference_source.sourceCrs())
         if results is None or feedback.isCanceled():
@@ -602,10 +631,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         )
         report["warnings"] += run_warnings
         report.update(report_extras(evaluation, ref_ids))
-        report["reproduce"] = {
-            "algorithm": self.id() or "ioueval:evaluatepolygons",
-            "parameters": plain_parameters(self, parameters, context),
-        }
+        report["reproduce"] = reproduce(self, parameters, context)
         results.update(write_reports(self, parameters, context, report, (
             (self.REPORT_JSON, to_json_text),
             (self.REPORT_HTML,

@@ -9,16 +9,18 @@ import time
 from qgis.core import (
     QgsFeatureRequest,
     QgsProcessingException,
+    QgsProcessingParameterBoolean,
     QgsProcessingParameterEnum,
     QgsProcessingParameterField,
 )
 
 from ..core.text.model_text import COORDINATE_FORMATS
-from .compat import FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
+from .compat import ADVANCED, FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
 IMAGE_HEIGHT_FIELD = "IMAGE_HEIGHT_FIELD"
+PADDED_SQUARE = "PADDED_SQUARE"
 
 COORDINATE_FORMAT_LABELS = (
     "auto (from the syntax, else from the value range, with a warning when ambiguous)",
@@ -38,22 +40,41 @@ HELP_CONVENTIONS = """
 <p><b>Coordinate conventions.</b> Pixel coordinates have (0, 0) at the top-left corner of the
 top-left pixel, x to the right, y downwards (GDAL's pixel-corner convention: pixel (i, j) spans
 [i, i+1] × [j, j+1]). A normalised value v on a grid of N is the fraction v / N of the image
-width or height (Florence-2's loc bins: (b + 0.5) / 1000, the bin centre; PaliGemma's
-&lt;locNNNN&gt;: b / 1024, y first; DeepSeek-VL2's &lt;|det|&gt;: v / 999; Qwen2-VL's box tokens
-and Gemini's box_2d / point: 0–1000, Gemini y first; GeoChat
-{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and Molmo points: percent). A token syntax always uses its own convention; COORDINATE_FORMAT
-applies to plain numbers (JSON lists, bbox / bbox_2d / bboxes / point_2d keys, polygons, WKT).
-With the image width and height, normalised coordinates become pixels; without them they stay
-fractions of the image. Qwen2.5-VL writes absolute pixels of the image as its processor
-resized it (sides multiples of 28), not of the original (QwenLM/Qwen2.5-VL issue 676): give
-that size, and with a RASTER the pixels are scaled onto it; Qwen2-VL and Qwen3-VL write 0–1000. <b>auto</b> reads values in [0, 1] as fractions; above 1, as pixels
-when they fit the image, as 0–1000 when they exceed the image but not 1000, and warns when
-both readings fit (or when there is no image size to tell).</p>
+width or height. Each model syntax is read with the convention of the model's own source:
+Qwen2-VL &lt;|box_start|&gt;, Qwen-VL / InternVL / MiniCPM-V &lt;box&gt;, &lt;quad&gt;,
+&lt;point&gt;, CogVLM [[x1,y1,x2,y2]] (three digits), GLM &lt;|begin_of_box|&gt;, Molmo2
+&lt;points coords="…"&gt;: 0–1000; Gemini box_2d / point: 0–1000, y first; DeepSeek-VL2
+&lt;|det|&gt;: v / 999; Florence-2 &lt;loc_N&gt; and Falcon &lt;N&gt; bins: (b + 0.5) / 1000, the
+bin centre (pairs of more than four tokens: a polygon); PaliGemma &lt;locNNNN&gt;: b / 1024, y
+first; GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} and EarthDial
+[[x1, y1, x2, y2, θ]]: percent, θ counter-clockwise on screen; SkySenseGPT
+&lt;rbox&gt;({&lt;cx&gt;&lt;cy&gt;&lt;w&gt;&lt;h&gt;|&lt;θ&gt;}): centre and size in percent, θ
+clockwise on screen; Molmo &lt;point x y&gt;:
+percent (values above 100: Qwen3-VL's 0–1000); Shikra [x1,y1,x2,y2;…]: fractions of the image
+padded to a square.</p>
+<p><b>COORDINATE_FORMAT auto</b> reads each syntax with its convention, and plain numbers
+(JSON lists, bbox / bbox_2d / bboxes / point_2d keys, polygons, WKT) by their range: values in
+[0, 1] as fractions; above 1, as pixels when they fit the image, as 0–1000 when they exceed the
+image but not 1000, with a warning when both readings fit (or when there is no image size to
+tell). Under auto a bare list of numbers in prose ("the image is [1920, 1080]", "values in
+[0, 1]") is no geometry: only a list that stands alone (the whole answer, its own line, a code
+fence, between tags) or under a key is read. <b>Another COORDINATE_FORMAT</b> applies to plain
+numbers, bare lists in prose included, and replaces the convention a syntax implies, except
+where the model's vocabulary or API fixes it (Florence-2, PaliGemma and Falcon bin tokens,
+Gemini's box_2d / point keys: a warning says it was not applied). With the image width and height, normalised
+coordinates become pixels; without them they stay fractions of the image. Qwen2.5-VL writes
+absolute pixels of the image as its processor resized it (sides multiples of 28), not of the
+original (QwenLM/Qwen2.5-VL issue 676): give that size, and with a RASTER the pixels are scaled
+onto it. <b>PADDED_SQUARE</b>: LLaVA-1.5 and Shikra saw the image padded to a square (its long
+side, the short side centred), so their fractions are of that square; the padding is undone
+with the image width and height (without them such a geometry is unparseable).</p>
 <p><b>Status</b> of each geometry: parsed; repaired (corners reordered, truncated JSON,
-invalid polygon made valid, OBB → HBB); out_of_bounds (outside the image or its grid: a likely
-hallucination, kept); non_finite (NaN or infinite coordinate: no geometry); unparseable (no
-geometry, with the reason). An empty list or an explicit "none found" is a valid answer with
-no geometry (status empty), never a failure and never a zero box.</p>
+invalid polygon made valid, a negative width made positive, OBB → HBB, an empty Gemini mask:
+the box kept); out_of_bounds (outside the image or its grid: a likely hallucination, kept as
+written, never clipped); non_finite (NaN or infinite coordinate: no geometry); unparseable (no
+geometry, with the reason: a wrong number of values, an unclosed tag). An empty list or an
+explicit "none found" is a valid answer with no geometry (status empty), never a failure and
+never a zero box.</p>
 """
 
 
@@ -61,6 +82,16 @@ def coordinate_format_parameter(description="Coordinate format of plain numbers"
     return QgsProcessingParameterEnum(
         COORDINATE_FORMAT, description, options=list(COORDINATE_FORMAT_LABELS), defaultValue=0
     )
+
+
+def padded_square_parameter():
+    """The PADDED_SQUARE option (advanced): answers in fractions of the image padded to a
+    square (LLaVA-1.5, Shikra); undone with the image size fields."""
+    parameter = QgsProcessingParameterBoolean(
+        PADDED_SQUARE, "Answers are fractions of the image padded to a square (LLaVA-1.5, "
+        "Shikra): undo the padding (needs the image width and height)", defaultValue=False)
+    parameter.setFlags(parameter.flags() | ADVANCED)
+    return parameter
 
 
 def image_size_parameters(parent: str):

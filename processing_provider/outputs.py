@@ -58,13 +58,23 @@ class EvaluationOutputs:
         id_field: QgsField of the per-field table's key column (the id field or ``ref_fid``).
         transform: QgsCoordinateTransform from the predicted to the reference layer's CRS, or
             None when they are the same.
+        pred_ids: list (n_predicted_input,) of the predicted id field's value of every input
+            row (PREDICTED_ID_FIELD), or None: then predictions are named by feature id only.
+        pred_id_field: the QgsField of that id field (its type), with ``pred_ids``.
+
+    Every output names predictions by their input feature id (``pred_fid``, and
+    ``max_overlap_pred_fid``: a written layer numbers its features anew) and, with
+    ``pred_ids``, by their own id too (``pred_id``, ``max_overlap_pred_id``), so the TP and FP
+    layers, the FN layer and the per-field table join to each other and to the predicted
+    layer.
     """
 
     def __init__(self, evaluation, predicted, reference, predicted_fields, reference_fields,
-                 ref_ids, id_field, transform):
+                 ref_ids, id_field, transform, pred_ids=None, pred_id_field=None):
         self.evaluation, self.predicted, self.reference = evaluation, predicted, reference
         self.predicted_fields, self.reference_fields = predicted_fields, reference_fields
         self.ref_ids, self.id_field, self.transform = ref_ids, id_field, transform
+        self.pred_ids, self.pred_id_field = pred_ids, pred_id_field
         pred_matched = np.asarray(evaluation.per_predicted["matched"], dtype=bool)
         # Predictions on ignore regions are neither TP nor FP (as in the report).
         pred_ignored = np.asarray(evaluation.per_predicted["ignored"], dtype=bool)
@@ -90,21 +100,36 @@ class EvaluationOutputs:
             ref_id.setName("ref_id")
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
                 ref_id, ("iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
-                ("ref_area_m2", FIELD_DOUBLE),
+                ("ref_area_m2", FIELD_DOUBLE), *self._prediction_fields("pred"),
             ))
         if name == FALSE_POSITIVES:
             return QgsProcessingUtils.combineFields(self.predicted_fields, _fields(
                 ("best_iou", FIELD_DOUBLE), ("pred_area_m2", FIELD_DOUBLE),
-                ("overlaps_reference", FIELD_BOOL),
+                ("overlaps_reference", FIELD_BOOL), *self._prediction_fields("pred"),
             ))
         if name == FALSE_NEGATIVES:
             return QgsProcessingUtils.combineFields(self.reference_fields, _fields(
                 ("best_iou", FIELD_DOUBLE), ("ref_area_m2", FIELD_DOUBLE),
-                ("max_overlap_pred_fid", FIELD_LONG),
+                *self._prediction_fields("max_overlap_pred"),
             ))
         return _fields(self.id_field, *(
-            QgsField(key, variant_type) for key, variant_type, _ in self._per_field_columns
+            self._id_field(key) if variant_type is None else QgsField(key, variant_type)
+            for key, variant_type, _ in self._per_field_columns
         ))
+
+    def _prediction_fields(self, prefix: str) -> list:
+        """The columns naming a prediction: ``<prefix>_fid``, and ``<prefix>_id`` with
+        PREDICTED_ID_FIELD."""
+        specs = [(f"{prefix}_fid", FIELD_LONG)]
+        if self.pred_ids is not None:
+            specs.append(self._id_field(f"{prefix}_id"))
+        return specs
+
+    def _id_field(self, name: str) -> QgsField:
+        """A column of predicted ids: PREDICTED_ID_FIELD's type, under ``name``."""
+        field = QgsField(self.pred_id_field)
+        field.setName(name)
+        return field
 
     def rows(self, name: str) -> OutputRows:
         """The output's rows, in prepared-layer order (so in input order)."""
@@ -122,7 +147,7 @@ class EvaluationOutputs:
                 [
                     qgis_values(np.asarray(per_ref["best_iou"])[k]),
                     qgis_values(np.asarray(per_ref["area_m2"])[k]),
-                    self._predicted_ids(np.asarray(per_ref["max_overlap_pred_index"])[k]),
+                    *self._prediction_columns(np.asarray(per_ref["max_overlap_pred_index"])[k]),
                 ],
             )
         if name == TRUE_POSITIVES:
@@ -133,6 +158,7 @@ class EvaluationOutputs:
             keys = ("best_iou", "area_m2", "overlaps_reference")
             columns = []
         columns += [qgis_values(np.asarray(per_pred[key])[k]) for key in keys]
+        columns += self._prediction_columns(evaluation.predicted.keep[k])
         return OutputRows(
             evaluation.predicted.source[k],
             _own(self.predicted, evaluation.predicted, k),
@@ -149,19 +175,34 @@ class EvaluationOutputs:
             if key.endswith("_index"):
                 fids = self._predicted_ids(values)
                 columns.append((key[: -len("_index")] + "_fid", _variant_type(fids), fids))
+                if self.pred_ids is not None:  # its own id beside: None as type, see fields
+                    columns.append((key[: -len("_index")] + "_id", None,
+                                    self._predicted_ids(values, self.pred_ids)))
             else:
                 columns.append((key, _variant_type(values), qgis_values(values)))
         return columns
 
-    def _predicted_ids(self, input_positions) -> list:
-        """Predicted feature ids (int) at input positions (int array), None where -1."""
+    def _predicted_ids(self, input_positions, ids=None) -> list:
+        """Predicted feature ids (int) at input positions (int array), None where -1; or,
+        with ``ids`` (list (n_predicted_input,)), those ids."""
         input_positions = np.asarray(input_positions)
         values = [None] * len(input_positions)
         has_id = np.flatnonzero(input_positions >= 0)
+        if ids is not None:
+            for k in has_id.tolist():
+                values[k] = ids[int(input_positions[k])]
+            return values
         fids = self.predicted.feature_ids[input_positions[has_id]]
         for k, fid in zip(has_id.tolist(), fids.tolist()):
             values[k] = fid
         return values
+
+    def _prediction_columns(self, input_positions) -> list:
+        """The values of ``_prediction_fields`` at predicted input positions (-1: none)."""
+        columns = [self._predicted_ids(input_positions)]
+        if self.pred_ids is not None:
+            columns.append(self._predicted_ids(input_positions, self.pred_ids))
+        return columns
 
 
 def _own(features, layer, k) -> list:

@@ -16,6 +16,7 @@ from qgis.core import (
 from ..core import EvaluationCanceled
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pairs.pair_table import overlap_pair_table
+from ..core.util.wording import count_of
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     FAST_INSERT,
@@ -168,7 +169,7 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
-        feedback.pushInfo(f"{table.n} overlapping pairs ({table.equal_area_crs})")
+        feedback.pushInfo(f"{count_of(table.n, 'overlapping pair')} ({table.equal_area_crs})")
 
         fields = QgsFields()
         columns = []

@@ -9,6 +9,9 @@ EVALUATE_POLYGONS = {
     "REFERENCE": "The reference (ground truth) polygons, in any CRS.",
     "REFERENCE_ID_FIELD": "Keys the per-field table and the TP layer's ref_id, so the table "
     "joins back to the reference layer. Default: the feature id (column ref_fid).",
+    "PREDICTED_ID_FIELD": "The predicted layer's own id: written as pred_id beside pred_fid "
+    "in the TP and FP layers and the per-field table (and max_overlap_pred_id in the FN "
+    "layer), so they join back to the predictions. Default: feature ids only.",
     "SCORE_FIELD": "A numeric confidence per prediction: adds COCO-style average precision "
     "(AP@[.50:.95], AP50, AP75, AR) and a precision-recall curve.",
     "PREDICTED_CLASS_FIELD": "Class-aware matching: a prediction matches a reference of its "
@@ -45,10 +48,15 @@ PIXELS_PER_FIELD = {
 #: The parameters of the tables of model answers (model_text_parameters.py), shared by
 #: ioueval:parsemodeloutput and ioueval:spatialmatch.
 MODEL_TEXT = {
-    "COORDINATE_FORMAT": "How plain numbers (JSON lists, bbox keys, polygons, WKT) are read: "
-    "pixels, fractions 0-1, a 0-1000 grid (x or y first), percent, or map coordinates. A token "
-    "syntax (<loc_N>, <|box_start|>...) always uses its own. Default: auto, with a warning "
-    "when the reading is ambiguous.",
+    "COORDINATE_FORMAT": "How numbers are read: pixels, fractions 0-1, a 0-1000 grid (x or y "
+    "first), percent, or map coordinates. Default: auto, each model syntax with its own "
+    "convention, plain numbers by their range (a warning when ambiguous); a bare list in "
+    "prose is then no geometry. A chosen format also reads bare lists in prose and replaces a "
+    "syntax's convention, except loc and bin tokens and Gemini's box_2d / point, whose "
+    "convention the model fixes.",
+    "PADDED_SQUARE": "The model saw the image padded to a square (LLaVA-1.5, Shikra): its "
+    "fractions are of that square, and the padding is undone with the image width and height. "
+    "Default: off.",
     "IMAGE_WIDTH_FIELD": "Width of each row's image in pixels: normalised coordinates become "
     "pixels, and pixel geometries outside the image are flagged out_of_bounds.",
     "IMAGE_HEIGHT_FIELD": "Height of each row's image in pixels (see the width field).",
@@ -106,8 +114,9 @@ RASTER_IOU = {
     "REFERENCE_BAND": "The band of the reference raster holding the classes. Default: 1.",
     "IGNORE_VALUES": "Class values that are void (not scored), besides each raster's own "
     "nodata, e.g. 0,255. Default: none (class 0 is a class).",
-    "CLASS_NAMES": "A file of value,name lines (or a QGIS colour map export) that fixes the "
-    "classes and their names. Default: every value met, named from the reference's palette.",
+    "CLASS_NAMES": "A file of value,name lines, a QGIS colour map file or a QGIS palette "
+    "export that fixes the classes and their names. Default: every value met, named from the "
+    "reference's palette or the rasters' attribute tables.",
     "AGREEMENT_RASTER": "On the reference grid: 1 correct, 2 wrong class, 3 other, 4 no "
     "prediction, 5 outside the prediction, 0 not evaluated.",
 }

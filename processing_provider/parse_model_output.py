@@ -18,6 +18,7 @@ from qgis.core import (
 )
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
+from ..core.classmaps.rasters import inputs_left_untouched
 from ..core.util.wording import count_of
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
@@ -41,10 +42,12 @@ from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,
     image_size_parameters,
+    padded_square_parameter,
     read_columns,
 )
 from .parameters import add_missing_help, requested
@@ -128,6 +131,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             defaultValue=False)
         obb.setFlags(obb.flags() | ADVANCED)
         self.addParameter(obb)
+        self.addParameter(padded_square_parameter())
         for name, label, kind in (
             (self.OUTPUT, "Geometries (polygons)", VECTOR_POLYGON),
             (self.POINTS, "Points", VECTOR_POINT),
@@ -148,9 +152,11 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
             "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
         }
-        raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
+            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
         geotransform, raster_size = (raster_geotransform(raster) if raster is not None
                                      else (None, None))
+        raster_crs = _raster_crs(raster) if raster is not None else None
         read = read_columns(source, indices, feedback, (0, 10))
         if read is None:
             return {}
@@ -161,7 +167,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             feedback.pushWarning(
                 f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
                 f"the image size of rows without one; coordinates stay in pixels")
-        if raster is not None and not raster.crs().isValid():
+        if raster is not None and not raster_crs.isValid():
             feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
         if raster_size is not None:
             widths = [raster_size[0] if _blank(w) else w for w in widths]
@@ -172,6 +178,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                 columns["text"], row_ids, coordinate_format(self, parameters, context),
                 widths, heights,
                 obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
+                padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
                 geotransform=geotransform, raster_size=raster_size,
                 progress=fraction_progress(feedback, 10, 80),
             )
@@ -179,7 +186,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             return {}
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from exc
-        crs = raster.crs() if raster is not None else self.parameterAsCrs(
+        crs = raster_crs if raster is not None else self.parameterAsCrs(
             parameters, self.CRS, context)
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
                     else QgsField("row_id", FIELD_LONG))
@@ -200,12 +207,14 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         counts = tables.counts
         if counts["count_rows_bad_image_size"]:
             feedback.pushWarning(
-                f"{counts['count_rows_bad_image_size']} rows with image width / height fields "
+                f"{count_of(counts['count_rows_bad_image_size'], 'row')} with image width / "
+                f"height fields "
                 f"that are not two numbers > 0: read without the image size (see the warning "
                 f"column)")
         feedback.pushInfo(
-            f"{counts['count_rows']} answers: {counts['count_polygons']} polygons, "
-            f"{counts['count_points']} points; {counts['count_rows_empty']} empty, "
+            f"{count_of(counts['count_rows'], 'answer')}: "
+            f"{count_of(counts['count_polygons'], 'polygon')}, "
+            f"{count_of(counts['count_points'], 'point')}; {counts['count_rows_empty']} empty, "
             f"{counts['count_rows_failed']} unreadable; "
             f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
             f"bounds, {counts['count_non_finite']} non-finite")
@@ -234,6 +243,22 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
 def _blank(value) -> bool:
     """A missing size cell: NULL, or empty text (a CSV read without column types)."""
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _raster_crs(raster) -> QgsCoordinateReferenceSystem:
+    """The raster layer's CRS, else the one GDAL reads for its file: under qgis_process the
+    layer is loaded with GDAL's PAM off (qgis_process.py), so a CRS kept only in an
+    .aux.xml beside a PNG or JPEG reaches GDAL's own reading, not the layer."""
+    if raster.crs().isValid():
+        return raster.crs()
+    try:
+        from osgeo import gdal
+
+        dataset = gdal.Open(raster.source())
+        wkt = dataset.GetProjection() if dataset is not None else ""
+    except (ImportError, RuntimeError):
+        wkt = ""
+    return QgsCoordinateReferenceSystem.fromWkt(wkt) if wkt else raster.crs()
 
 
 def raster_geotransform(raster):

@@ -15,6 +15,7 @@ from .parse_model_output import ParseModelOutputAlgorithm
 from .pixels_per_field import PixelsPerFieldAlgorithm
 from .raster_iou import RasterIoUAlgorithm
 from .spatial_iou import SpatialIoUAlgorithm
+from .qgis_process import hold_inputs_for_run
 from .spatial_match import SpatialMatchAlgorithm
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icon.svg"
@@ -38,6 +39,12 @@ class IoUEvaluationProvider(QgsProcessingProvider):
 
     def versionInfo(self):  # noqa: N802
         return plugin_version()
+
+    def load(self):
+        # Under `qgis_process run ioueval:...`, before qgis_process loads the inputs: GDAL
+        # writes nothing beside them (qgis_process.py).
+        hold_inputs_for_run()
+        return super().load()
 
     def loadAlgorithms(self):  # noqa: N802
         self.addAlgorithm(EvaluatePolygonsAlgorithm())

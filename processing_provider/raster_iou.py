@@ -16,7 +16,9 @@ from qgis.core import (
 )
 
 from ..core.reports.class_map import build_class_map_report
+from ..core.matching.labels import label_text
 from ..core.util.progress import EvaluationCanceled
+from ..core.util.wording import count_of, plural
 from ..core.classmaps.rasters import (
     inputs_left_untouched,
     open_band,
@@ -32,9 +34,13 @@ HELP = """
 <p>Scores a predicted class raster against a reference class raster, class by class.
 The reference grid is the target: each reference pixel takes the predicted pixel under its
 centre (nearest neighbour, computed on the fly from both geotransforms and, when the CRSs
-differ, a PROJ transformation; no file is written). Only the overlapping extent is scored;
-the report gives both grids, the sub-pixel shift and the share of valid reference pixels
-the prediction does not cover.</p>
+differ, a PROJ transformation; no file is written). The transformation is exact at the
+corners of cells of 64 pixels and interpolated in between where it stays within 0.01
+predicted pixel of PROJ (cells that do not are cut smaller, down to single pixels), as
+GDAL's approximate transformer does. Longitudes wrap as GDAL wraps them: a prediction stored
+in 0…360° meets a reference in −180…180°. Only the overlapping extent is scored; the report
+gives both grids, the sub-pixel shift and the share of valid reference pixels the
+prediction does not cover.</p>
 <p><b>Nodata is never guessed.</b> Reference pixels that are nodata (the band's own value,
 or NaN) or carry an <i>ignore value</i> (void) are left out. A prediction that is nodata on a
 valid reference pixel counts in the <b>no prediction</b> row; a predicted value that is not a
@@ -47,16 +53,23 @@ accuracy) = TP / (TP + FP), recall (producer's accuracy) = TP / (TP + FN).
 <b>mIoU</b> = mean IoU over the classes present in either map; a class absent from both is
 reported as absent and left out (scikit-learn's labels= macro mean and torchmetrics would
 count it as 0: the report gives that value too). Frequency-weighted IoU = Σ (reference
-share × IoU); pixel accuracy = Σ TP / all scored pixels. Areas in m² (geographic CRS: each
-row's cell area on the ellipsoid). Definitions: Everingham et al. 2010 (PASCAL VOC); Long
-et al. 2015 (FCN).</p>
+share × IoU); pixel accuracy = Σ TP / all scored pixels. Areas in m² on the ground, on the
+reference CRS's ellipsoid: in a geographic CRS each row's cell area; in a projected CRS that
+is not equal-area (Web Mercator, UTM) the plane's pixel area corrected by the CRS's scale
+(at 60° N a Web Mercator pixel is about 4 times larger in the plane than on the ground), with
+a warning giving the factor. Definitions: Everingham et al. 2010 (PASCAL VOC); Long et al.
+2015 (FCN).</p>
 <p>The rasters are read in blocks of about 2 million reference pixels (a 20,000 × 20,000
 pair runs in about 150 MB); progress is reported and a cancel stops at the next block.</p>
-<p>Classes: from the CLASS_NAMES file (lines <code>value,name</code>, or a QGIS colour map
-export), which fixes them; otherwise every value met in either raster, named from the
-reference layer's paletted renderer or the rasters' attribute tables. The agreement raster
-codes 1 correct, 2 wrong class, 3 other, 4 no prediction, 5 outside the prediction (0 =
-not evaluated).</p>
+<p>Classes: from the CLASS_NAMES file, which fixes them: lines <code>value,name</code>, a
+QGIS colour map file (<code>value,red,green,blue,alpha,label</code>, as <i>Export color map
+to file</i> writes it) or a QGIS palette export (<code>value red green blue alpha
+label</code>); otherwise every value met in either raster, named from the reference layer's
+paletted renderer or the rasters' attribute tables, read as GDAL maps values to rows
+(linear binning, Min/Max or value columns; a table of generic columns as QGIS reads it) or
+their category names. Class values are compared at each raster's own precision (a Float32
+raster's 0.1 is the class 0.1). The agreement raster codes 1 correct, 2 wrong class, 3
+other, 4 no prediction, 5 outside the prediction (0 = not evaluated).</p>
 """
 
 
@@ -184,7 +197,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             raise QgsProcessingException(str(exc)) from exc
         if not fixed and class_table:  # names from the paletted renderer
             for value, name in class_table:
-                k = result.classes.position(value)
+                # At the raster's precision: QGIS keeps a Float32 raster's 0.1 as
+                # 0.10000000149011612.
+                k = result.classes.find(value, reference.dtype)
                 if k is not None and name:
                     result.classes.names[k] = name
         for message in result.warnings:
@@ -201,8 +216,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         self.finish_report(report, parameters, context)
         shift = result.alignment["share_reference_outside_prediction"]
         feedback.pushInfo(
-            f"mIoU {_fmt(report['miou'])} over {report['conventions']['n_classes_in_mean']} "
-            f"classes, pixel accuracy {_fmt(report['pixel_accuracy'])}, FWIoU "
+            f"mIoU {_fmt(report['miou'])} over "
+            f"{count_of(report['conventions']['n_classes_in_mean'], 'class', 'classes')}, "
+            f"pixel accuracy {_fmt(report['pixel_accuracy'])}, FWIoU "
             f"{_fmt(report['fwiou'])}; valid reference pixels outside the prediction: "
             f"{_fmt(shift)}"
         )
@@ -221,7 +237,8 @@ def _renderer_names(layer: QgsRasterLayer):
     rows = []
     for item in renderer.classes():
         value = float(item.value)
-        rows.append((int(value) if value.is_integer() else value, item.label))
+        rows.append((int(value) if value.is_integer() else value,
+                     label_text(item.label, casefold=False)))
     return rows or None
 
 
@@ -235,7 +252,7 @@ def _raster_input(band) -> dict:
         "selected_features_only": False,
         "filter": None,
         "band": band.band,
-        "size": f"{band.width} × {band.height} pixels",
+        "size": f"{band.width} × {band.height} {plural(band.width * band.height, 'pixel')}",
     }
 
 

@@ -4,6 +4,11 @@ the report's "Reproduce" section), and the provenance (plugin, QGIS, libraries, 
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+from pathlib import Path
+
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsMapLayer,
@@ -19,6 +24,7 @@ from ..core.reports.html import utc_now
 from .compat import QGIS_VERSION, STATIC_PROPERTY
 from .metadata import plugin_version
 from .parameters import requested
+from .qgis_process import in_qgis_process
 
 
 def input_description(algorithm, parameters, name, context, feature_count=None) -> dict:
@@ -47,11 +53,68 @@ def input_description(algorithm, parameters, name, context, feature_count=None) 
     }
 
 
+def reproduce(algorithm, parameters, context) -> dict:
+    """The report's "reproduce" block: {"algorithm": id, "parameters": plain_parameters,
+    "qgis_process": the program that reruns it from a shell on this QGIS}."""
+    return {"algorithm": algorithm.id(),
+            "parameters": plain_parameters(algorithm, parameters, context),
+            "qgis_process": qgis_process_program()}
+
+
+#: qgis_process programs, first found first: Debian's and Ubuntu's packages install the
+#: program as qgis_process.bin beside a qgis_process wrapper that passes /etc/default/qgis's
+#: QGIS_OPTS (--noversioncheck), which 3.22 rejects ("Command --noversioncheck not known!");
+#: OSGeo4W installs .bat files.
+QGIS_PROCESS_PROGRAMS = ("qgis_process.bin", "qgis_process", "qgis_process-qgis-ltr.bat",
+                         "qgis_process-qgis.bat", "qgis_process.exe")
+
+
+def qgis_process_program(arguments=None, folders=None) -> str:
+    """The qgis_process command that works on the QGIS running this code: under qgis_process,
+    the program itself; elsewhere the first of ``QGIS_PROCESS_PROGRAMS`` in QGIS's bin
+    folders. Its name when the shell finds that same file on PATH, else its full path;
+    "qgis_process" when none is found.
+
+    Args:
+        arguments: the command line (default: this process's, under qgis_process only).
+        folders: where to look (default: QGIS's bin folders, from its prefix path).
+    """
+    if arguments is None and in_qgis_process():
+        from qgis.PyQt.QtCore import QCoreApplication
+
+        arguments = QCoreApplication.arguments()
+    candidates = []
+    if arguments:
+        program = Path(arguments[0])
+        candidates = [program if program.parent != Path("") else
+                      Path(shutil.which(str(program)) or program)]
+    else:
+        for folder in folders if folders is not None else _qgis_bin_folders():
+            candidates += [Path(folder) / name for name in QGIS_PROCESS_PROGRAMS]
+    for candidate in candidates:
+        if candidate.is_file():
+            on_path = shutil.which(candidate.name)
+            if on_path and Path(on_path).resolve() == candidate.resolve():
+                return candidate.name
+            return str(candidate.resolve())
+    return "qgis_process"
+
+
+def _qgis_bin_folders() -> list:
+    from qgis.core import QgsApplication
+
+    prefix = Path(QgsApplication.prefixPath() or sys.prefix)
+    # Linux and macOS: <prefix>/bin; OSGeo4W: <root>/apps/qgis[-ltr] is the prefix, <root>/bin
+    return [prefix / "bin", prefix.parent.parent / "bin",
+            Path(QgsApplication.applicationDirPath() or sys.prefix)]
+
+
 def plain_parameters(algorithm, parameters, context) -> dict:
     """{NAME: plain value} of every parameter, in declaration order: those given, and the
     defaults of the others (so a later version's defaults cannot change a rerun); layers as
-    their sources, CRSs as auth ids, output destinations as paths (those given only). For
-    core.reports.reproduce."""
+    their sources, CRSs as auth ids, output destinations as paths (those given only). Paths
+    of files (layer sources, files, destinations) are absolute, so that the code and the
+    command run from any folder. For core.reports.reproduce."""
     plain = {}
     for definition in algorithm.parameterDefinitions():
         name = definition.name()
@@ -68,6 +131,15 @@ def plain_parameters(algorithm, parameters, context) -> dict:
         ):
             layer = algorithm.parameterAsLayer(given, name, context)
             value = layer.source() if layer is not None else value
+            if layer is not None and layer.providerType() in ("ogr", "gdal"):  # files
+                value = absolute_source(value)
+        elif kind == "multilayer" and isinstance(value, (list, tuple)):
+            value = [absolute_source(_plain(v)) if isinstance(_plain(v), str) else v
+                     for v in value]
+        elif kind == "file" or definition.isDestination():
+            value = _plain(value)
+            if isinstance(value, str):
+                value = absolute_source(value, destination=definition.isDestination())
         elif kind == "number":  # qgis_process gives text: the value as used
             number = algorithm.parameterAsDouble(given, name, context)
             value = int(number) if definition.dataType() == 0 else number
@@ -117,6 +189,22 @@ def provenance() -> dict:
         **library_versions(),
         "created_utc": utc_now(),
     }
+
+
+def absolute_source(source: str, destination: bool = False) -> str:
+    """A file's layer source or path made absolute (from the current folder):
+    "data/f.gpkg|layername=x" becomes "/home/me/data/f.gpkg|layername=x". Only a relative
+    path to an existing file or folder changes, or with ``destination`` one to a file with
+    an extension in an existing folder (a file to write); anything else is returned as it
+    is: URIs, memory layers, TEMPORARY_OUTPUT, layer ids, database connections."""
+    path, bar, rest = source.partition("|")
+    if not path or os.path.isabs(path) or ":" in path.split("/")[0].split("\\")[0]:
+        return source
+    where = Path(path)
+    if not (where.exists() or (destination and where.suffix and where.parent.is_dir()
+                               and not any(c in path for c in "'\"= "))):
+        return source  # e.g. TEMPORARY_OUTPUT, a layer id
+    return str(where.resolve()) + bar + rest
 
 
 def _plain(value):

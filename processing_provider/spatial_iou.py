@@ -13,6 +13,7 @@ from qgis.core import (
 
 from ..core import EvaluationCanceled
 from ..core.pairs.footprint import footprint_iou
+from ..core.util.wording import count_of, plural
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, field_type_id
 from .layers import forward_core_log, qgis_values, read_source
@@ -193,8 +194,9 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         ):
             if count:
                 feedback.pushWarning(
-                    f"{count} {name} rows have no {id_field}: they count in the whole-layer "
-                    "row only"
+                    f"{count_of(count, f'{name} row')} {plural(count, 'has', 'have')} no "
+                    f"{id_field}: {plural(count, 'it counts', 'they count')} in the "
+                    "whole-layer row only"
                 )
         results = self._write_table(parameters, context, feedback, result, sources, id_field)
         if results is None:

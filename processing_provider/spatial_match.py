@@ -17,6 +17,7 @@ from qgis.core import (
 from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.reports.spatial_match import build_report, render_html
+from ..core.util.wording import count_of, plural
 from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
@@ -37,15 +38,17 @@ from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
     IMAGE_WIDTH_FIELD,
+    PADDED_SQUARE,
     coordinate_format,
     coordinate_format_parameter,
     field_index,
     image_size_parameters,
+    padded_square_parameter,
     read_columns,
 )
 from .parameters import add_missing_help, report_destinations, requested
 from .progress import fraction_progress
-from .reporting import input_description, plain_parameters, provenance, write_reports
+from .reporting import input_description, provenance, reproduce, write_reports
 from .validation import (
     missing_package_error,
     same_destination_error,
@@ -69,7 +72,8 @@ failed row with its reason, never an aborted run and never a zero box. A row exp
 cannot be read is not scored (listed, counted).</p>
 <p><b>Summary</b> over scored rows: pass rate, mean, median and 10th percentile of the best
 IoU, Acc@τ for τ = 0.1, 0.3, 0.5, 0.7, 0.9 (share of rows with best IoU ≥ τ), cumulative IoU
-(Σ intersections / Σ unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
+(Σ intersections / Σ unions over rows; an answer on a row that expects nothing adds its
+area to the unions), mean Dice and GIoU, centre-hit rate, parse-failure rate
 (answers that could not be read), hallucination rate (answers with a geometry out of bounds),
 empty-answer rate, point-hit rate; by group with a group field (model, prompt, class).</p>
 """ + HELP_CONVENTIONS
@@ -119,6 +123,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             self.tr("Coordinate format (both columns)")))
         for parameter in image_size_parameters(self.INPUT):
             self.addParameter(parameter)
+        self.addParameter(padded_square_parameter())
         self.addParameter(QgsProcessingParameterNumber(
             self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
             NUMBER_DOUBLE, defaultValue=0.5, minValue=0.0, maxValue=1.0))
@@ -175,6 +180,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                 iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
                 groups=columns["group"] if indices["group"] >= 0 else None,
                 progress=fraction_progress(feedback, 10, 85),
+                padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
             )
         except EvaluationCanceled:
             return {}
@@ -190,7 +196,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             result,
             {"table": input_description(self, parameters, self.INPUT, context, len(row_ids))},
             provenance(),
-            {"algorithm": self.id(), "parameters": plain_parameters(self, parameters, context)},
+            reproduce(self, parameters, context),
             row_ids,
         )
         best_iou = [v for v, scored in zip(result.rows["best_iou"], result.rows["scored"])
@@ -203,7 +209,9 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         for warning in report["warnings"]:
             feedback.pushWarning(warning)
         feedback.pushInfo(
-            f"{metrics['count_pass']} of {metrics['count_scored']} rows pass; mean best IoU "
+            f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
+            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
+            f"mean best IoU "
             f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
             f"hallucinated {metrics['count_hallucinated']}")
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))

@@ -8,6 +8,7 @@ import dataclasses
 from qgis.core import QgsProcessingParameterEnum, QgsProcessingParameterFeatureSource
 
 from ..core.pairs.study_area import STUDY_AREA_RULES, select_in_study_area, study_area_footprint
+from ..core.util.wording import count_of
 from .compat import VECTOR_POLYGON
 from .layers import read_source
 from .parameters import with_help
@@ -101,7 +102,8 @@ def apply_study_area(algorithm, parameters, context, feedback, predicted, refere
         if rule == "clip":
             metrics[f"count_{name}_clipped"] = selection.n_clipped
         feedback.pushInfo(
-            f"Study area ({rule}): {selection.n_outside} of {len(layer.feature_ids)} {name} "
-            f"features left out" + (f", {selection.n_clipped} clipped" if rule == "clip" else "")
+            f"Study area ({rule}): {selection.n_outside} of "
+            f"{count_of(len(layer.feature_ids), f'{name} feature')} left out"
+            + (f", {selection.n_clipped} clipped" if rule == "clip" else "")
         )
     return selected[0], selected[1], metrics

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_core_raster_confusion import write_raster
 
 from iou_evaluation.core.classmaps.polygons import polygon_class_confusion
@@ -62,10 +64,39 @@ def test_same_class_overlap_counted_once():
 
 
 def test_rows_without_class_dropped_and_counted():
-    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
-    result = polygon_class_confusion(cells, ["x", None], cells, ["x", "x"])
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1), shapely.box(2, 0, 3, 1)]
+    result = polygon_class_confusion(cells, ["x", None, "x"], cells, ["x", "x", "x"])
     assert result.alignment["predicted_rows"]["dropped_no_class"] == 1
     assert result.areas_m2[-1].tolist() == [1.0]  # the unclassified cell: no prediction
+
+
+def test_a_row_without_class_moves_nothing():
+    # Reference class a over 0..20; prediction a over 0..10 and a NULL row over 10..20. The
+    # area compared is the overlap of the classed rows' extents (0..10): with the NULL row
+    # counted in the extent, the reference's 10..20 would become a miss (IoU 1/2).
+    reference = [shapely.box(0, 0, 20, 10)]
+    predicted = [shapely.box(0, 0, 10, 10), shapely.box(10, 0, 20, 10)]
+    with_null = polygon_class_confusion(predicted, ["a", None], reference, ["a"])
+    without = polygon_class_confusion(predicted[:1], ["a"], reference, ["a"])
+    assert with_null.alignment["area_compared_m2"] == 100.0
+    assert class_metrics(with_null.areas_m2)["iou"].tolist() == [1.0]
+    assert (with_null.areas_m2 == without.areas_m2).all()
+    # The same for a reference row without a class, beyond the other rows.
+    more_ref = polygon_class_confusion(predicted[:1], ["a"], reference + [
+        shapely.box(-50, 0, -40, 10)], ["a", ""])
+    assert more_ref.alignment["area_compared_m2"] == 100.0
+    assert (more_ref.areas_m2 == without.areas_m2).all()
+
+
+def test_class_names_differing_only_by_unicode_normalisation_are_one_class():
+    import unicodedata
+
+    nfc, nfd = (unicodedata.normalize(form, "Forêt") for form in ("NFC", "NFD"))
+    assert nfc != nfd
+    cells = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    result = polygon_class_confusion(cells, [nfd, "eau"], cells, [nfc, " EAU"])
+    assert result.classes.values == ["EAU", nfc]  # the reference's spelling, in NFC
+    assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0, 1.0]
 
 
 def test_polygons_and_raster_agree_on_a_grid_class_map(tmp_path):
@@ -183,3 +214,26 @@ def test_a_study_area_without_crs_is_never_taken_to_be_in_the_layers_crs():
                                      study_area_crs="EPSG:32633")
     assert class_metrics(result.areas_m2)["iou"].tolist() == [1.0]
     assert result.areas_m2[0, 0] == pytest.approx(result.alignment["area_compared_m2"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(1, 4),
+                          st.integers(1, 4), st.sampled_from(["a", "b", None]),
+                          st.booleans()), min_size=2, max_size=8))
+def test_rows_without_class_never_move_the_result(rows):
+    # Each row: a box, a class (None: no class), and whether it is a reference row.
+    layers = {True: ([], []), False: ([], [])}
+    for x, y, w, h, label, is_reference in rows:
+        layers[is_reference][0].append(shapely.box(x, y, x + w, y + h))
+        layers[is_reference][1].append(label)
+
+    def scored(geoms, labels):
+        keep = [k for k, label in enumerate(labels) if label is not None]
+        return [geoms[k] for k in keep], [labels[k] for k in keep]
+
+    full = polygon_class_confusion(*layers[False], *layers[True])
+    classed = polygon_class_confusion(*scored(*layers[False]), *scored(*layers[True]))
+    assert full.classes.values == classed.classes.values
+    assert full.areas_m2 == pytest.approx(classed.areas_m2)
+    assert full.alignment["area_compared_m2"] == pytest.approx(
+        classed.alignment["area_compared_m2"])

@@ -204,3 +204,15 @@ def test_blocks_accumulate_to_the_whole(reference, data, block):
     for start in range(0, len(reference), block):
         accumulate(parts, p[start:start + block], r[start:start + block])
     assert (parts == whole).all()
+
+
+def test_find_compares_at_the_precision_of_the_array():
+    from iou_evaluation.core.classmaps.confusion import ClassTable
+
+    table = ClassTable([0.1, 2, 300])
+    assert table.find(0.10000000149011612, "float32") == 0  # Float32's 0.1
+    assert table.find(0.10000000149011612, "float64") is None
+    assert table.find(2.0, "uint8") == 1
+    assert table.find(2.5, "uint8") is None
+    assert table.find(300, "uint8") is None  # not a Byte value
+    assert table.find(300, "int16") == 2

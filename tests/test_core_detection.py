@@ -21,11 +21,13 @@ def test_spatial_match_lets_one_prediction_serve_two_references():
     assert result.metrics["groundset_f1"] == pytest.approx(2 * 1.0 * (2 / 3) / (1 + 2 / 3))
 
 
-def test_groundset_miou_counts_a_missed_reference_as_zero():
-    # r1 exact (IoU 1), r2 shifted half (IoU 5/15 = 1/3), r3 nothing
+def test_groundset_miou_counts_a_missed_reference_at_its_best_iou_and_0_without_overlap():
+    # r1 exact (IoU 1), r2 shifted half (IoU 5/15 = 1/3: a false negative at threshold 0.5,
+    # yet it counts 1/3, not 0), r3 nothing overlaps (counts 0): Σ best IoU / 3 references
     references = [box(0, 0, 10, 10), box(100, 0, 110, 10), box(200, 0, 210, 10)]
     predictions = [box(0, 0, 10, 10), box(105, 0, 115, 10)]
     result = evaluate(predictions, references, equal_area_crs=None)
+    assert result.metrics["groundset_count_fn"] == 2
     assert result.metrics["groundset_miou"] == pytest.approx((1 + 1 / 3 + 0) / 3)
     assert list(result.per_reference["spatial_match"]) == [True, False, False]
     # TP 1; the shifted prediction is a FP (IoU < 0.5); FN 2

@@ -160,10 +160,11 @@ def test_geochat_rotated_box_in_percent():
     assert record.geometry.centroid.x == pytest.approx(96)
     assert record.geometry.centroid.y == pytest.approx(94.5)
     assert record.geometry.area == pytest.approx(32 * 11)
-    # first edge turned by 57°
+    # first edge turned by 57° counter-clockwise on screen (y downwards: atan2 gives -57°),
+    # as GeoChat's demo draws it (geochat_demo.py, rotate_bbox: cv2.getRotationMatrix2D)
     x0, y0 = record.geometry.exterior.coords[0]
     x1, y1 = record.geometry.exterior.coords[1]
-    assert math.degrees(math.atan2(y1 - y0, x1 - x0)) == pytest.approx(57)
+    assert math.degrees(math.atan2(y1 - y0, x1 - x0)) == pytest.approx(-57)
 
 
 def test_geochat_obb_to_hbb_recovery():

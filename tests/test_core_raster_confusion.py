@@ -16,7 +16,7 @@ from iou_evaluation.core.reports.class_map import build_class_map_report
 from iou_evaluation.core.classmaps.confusion import class_metrics
 from iou_evaluation.core.util.progress import EvaluationCanceled
 from iou_evaluation.core.classmaps.rasters import (
-    cell_areas_m2,
+    band_pixel_areas,
     open_band,
     raster_confusion,
     read_class_table,
@@ -25,8 +25,10 @@ from iou_evaluation.core.classmaps.rasters import (
 gdal = pytest.importorskip("osgeo.gdal")
 
 
-def write_raster(path, array, geotransform=(0, 1, 0, 0, 0, -1), crs="EPSG:32633",
+def write_raster(path, array, geotransform=(0, 1, 0, 0, 0, -1), crs="EPSG:6933",
                  nodata=None, categories=None):
+    """A one-band GeoTIFF; by default 1 m pixels of an equal-area CRS (EPSG:6933 at its
+    origin), whose pixel areas on the ground are those of the plane."""
     array = np.asarray(array)
     if array.ndim == 1:
         array = array[None, :]
@@ -161,7 +163,7 @@ def test_different_crs_resampled_through_pyproj(tmp_path):
 def test_geographic_cell_area_on_the_ellipsoid(tmp_path):
     path = write_raster(tmp_path / "g.tif", np.zeros((3, 2), np.uint8),
                         geotransform=(5.0, 0.5, 0, 60.0, 0, -0.5), crs="EPSG:4326")
-    areas, note = cell_areas_m2(open_band(path, 1, "REFERENCE"))
+    areas = band_pixel_areas(open_band(path, 1, "REFERENCE"))
     geod = pyproj.Geod(ellps="WGS84")
     for row in range(3):
         top, bottom = 60.0 - 0.5 * row, 59.5 - 0.5 * row
@@ -170,14 +172,70 @@ def test_geographic_cell_area_on_the_ellipsoid(tmp_path):
         ring_lon = np.r_[lons, lons[::-1]]
         ring_lat = np.r_[np.full(2001, bottom), np.full(2001, top)]
         expected = abs(geod.polygon_area_perimeter(ring_lon, ring_lat)[0])
-        assert areas[row] == pytest.approx(expected, rel=1e-6)
-    assert note == ""
+        assert areas.rows_m2[row] == pytest.approx(expected, rel=1e-6)
+    assert areas.note == ""
 
 
-def test_projected_cell_area(tmp_path):
-    path = write_raster(tmp_path / "p.tif", np.zeros((2, 2), np.uint8),
-                        geotransform=(0, 10, 0, 0, 0, -10))
-    assert cell_areas_m2(open_band(path, 1, "REFERENCE"))[0].tolist() == [100.0, 100.0]
+def ground_area_m2(crs, geotransform, c0, r0, c1, r1, n=400):
+    """Geodesic area (Karney, pyproj.Geod) on the CRS's ellipsoid of the grid rectangle
+    between pixel corners (c0, r0) and (c1, r1), its edges densified in the CRS's plane."""
+    crs = pyproj.CRS(crs)
+    cols = np.r_[np.linspace(c0, c1, n), np.full(n, c1), np.linspace(c1, c0, n), np.full(n, c0)]
+    rows = np.r_[np.full(n, r0), np.linspace(r0, r1, n), np.full(n, r1), np.linspace(r1, r0, n)]
+    gt = geotransform
+    x, y = gt[0] + cols * gt[1] + rows * gt[2], gt[3] + cols * gt[4] + rows * gt[5]
+    lon, lat = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True).transform(x, y)
+    return abs(crs.geodetic_crs.get_geod().polygon_area_perimeter(lon, lat)[0])
+
+
+def test_web_mercator_pixel_areas_are_on_the_ground(tmp_path):
+    # A 2 km square at 60° N in EPSG:3857 is 4 km² in the plane, about 1 km² on the ground
+    # (sec² 60° = 4 on the sphere; 3.986 on the WGS 84 ellipsoid).
+    x, y = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True).transform(10, 60)
+    gt = (x - 1000, 20.0, 0, y + 1000, 0, -20.0)
+    path = write_raster(tmp_path / "m.tif", np.zeros((100, 100), np.uint8), gt, "EPSG:3857")
+    areas = band_pixel_areas(open_band(path, 1, "REFERENCE"))
+    whole = areas.block(0, 100, 100).sum()
+    assert whole == pytest.approx(ground_area_m2("EPSG:3857", gt, 0, 0, 100, 100), rel=1e-6)
+    assert 0.99e6 < whole < 1.01e6
+    # A rectangle off the lattice lines: within the stated per-pixel bound.
+    part = areas.block(13, 71, 100)[:, 7:93].sum()
+    expected = ground_area_m2("EPSG:3857", gt, 7, 13, 93, 71)
+    assert part == pytest.approx(expected, rel=areas.description["per_pixel_relative_bound"])
+    assert "not equal-area" in areas.note and "3.98" in areas.note
+
+
+@pytest.mark.parametrize("crs, gt, size", [
+    ("EPSG:32633", (200_000.0, 10.0, 0, 5_000_000.0, 0, -10.0), (500, 300)),  # UTM
+    ("EPSG:3413", (-50_000.0, 100.0, 0, 50_000.0, 0, -100.0), (1000, 1000)),  # the pole
+    ("EPSG:2263", (980_000.0, 3.0, 0, 200_000.0, 0, -3.0), (700, 400)),  # US feet
+])
+def test_projected_pixel_areas_match_geodesic_areas(tmp_path, crs, gt, size):
+    width, height = size
+    path = write_raster(tmp_path / "p.tif", np.zeros((height, width), np.uint8), gt, crs)
+    areas = band_pixel_areas(open_band(path, 1, "REFERENCE"))
+    whole = areas.block(0, height, width).sum()
+    assert whole == pytest.approx(ground_area_m2(crs, gt, 0, 0, width, height), rel=1e-7)
+
+
+def test_equal_area_crs_keeps_the_plane_area(tmp_path):
+    path = write_raster(tmp_path / "e.tif", np.zeros((2, 2), np.uint8),
+                        geotransform=(4_000_000, 10, 0, 3_000_000, 0, -10), crs="EPSG:3035")
+    areas = band_pixel_areas(open_band(path, 1, "REFERENCE"))
+    assert areas.uniform_m2 == 100.0
+    assert areas.note == ""
+
+
+def test_report_areas_in_web_mercator_are_ground_areas(tmp_path):
+    x, y = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True).transform(10, 60)
+    gt = (x - 1000, 1000.0, 0, y + 1000, 0, -1000.0)
+    labels = np.array([[1, 1], [1, 1]], np.uint8)
+    result = run(tmp_path, labels, labels, predicted_raster={"geotransform": gt,
+                                                             "crs": "EPSG:3857"},
+                 reference_raster={"geotransform": gt, "crs": "EPSG:3857"})
+    assert result.areas_m2[0, 0] == pytest.approx(ground_area_m2("EPSG:3857", gt, 0, 0, 2, 2),
+                                                  rel=1e-6)
+    assert any("not equal-area" in w for w in result.warnings)
 
 
 def test_class_names_from_category_names_and_file(tmp_path):
@@ -337,6 +395,34 @@ def test_streamed_matrix_equals_the_matrix_of_the_whole_arrays(data):
     rows = order + [classes.k, classes.k + 1]
     assert sorted(result.classes.values) == sorted(classes.values)
     assert (result.counts[np.ix_(rows, order)] == expected).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_byte_histogram_path_equals_the_pixel_path(data):
+    # Byte blocks wholly on the predicted grid are tallied from a histogram of code pairs;
+    # with an agreement raster every pixel goes through the pixel path: same result.
+    shape = (data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)))
+    cells = shape[0] * shape[1]
+    codes = st.integers(0, 7)
+    reference = np.array(data.draw(st.lists(codes, min_size=cells, max_size=cells)),
+                         np.uint8).reshape(shape)
+    predicted = np.array(data.draw(st.lists(codes, min_size=cells, max_size=cells)),
+                         np.uint8).reshape(shape)
+    ignore = data.draw(st.sampled_from([[], [6], [0, 7]]))
+    table = data.draw(st.sampled_from([None, [(1, "a"), (2, "b"), (3, "c")]]))
+    p = open_band(write_raster("/vsimem/hp.tif", predicted, nodata=5), 1, "P")
+    r = open_band(write_raster("/vsimem/hr.tif", reference, nodata=4), 1, "R")
+    fast = raster_confusion(p, r, ignore, class_table=table, block_pixels=7)
+    slow = raster_confusion(p, r, ignore, class_table=table, block_pixels=7,
+                            agreement_path="/vsimem/agreement.tif")
+    assert fast.classes.values == slow.classes.values
+    assert (fast.counts == slow.counts).all()
+    assert fast.areas_m2 == pytest.approx(slow.areas_m2)
+    for key in ("reference_void_pixels", "scored_pixels", "no_prediction_pixels",
+                "other_pixels", "reference_valid_outside_prediction"):
+        assert fast.alignment[key] == slow.alignment[key], key
+    assert fast.warnings == slow.warnings
 
 
 def test_agreement_raster_format_follows_the_extension(tmp_path):

@@ -650,7 +650,7 @@ def test_an_overlay_geos_cannot_do_is_retried_on_a_grid_then_scored_zero(monkeyp
     )
     with caplog.at_level(logging.WARNING):
         assert list(intersection_area(a, b)) == pytest.approx([0.5, 0.25, 0.0, 0.5])
-    assert "1 intersections were computed on a precision grid" in caplog.text
+    assert "1 intersection was computed on a precision grid" in caplog.text
     assert "scored as no overlap" in caplog.text
 
 

@@ -146,6 +146,22 @@ def test_class_key_strips_then_casefolds(value, key):
     assert class_key(value) == key
 
 
+def test_class_key_normalises_to_nfc_first():
+    # "Forêt" as one code point (NFC) and as "e" + combining circumflex (NFD); "\u212b" is
+    # the Angstrom sign, whose NFC is "\u00c5" (A with ring), casefolded "\u00e5".
+    assert class_key("Fore\u0302t ") == class_key("For\u00eat") == "for\u00eat"
+    assert class_key("\u212b") == class_key("A\u030a") == "\u00e5"
+
+
+def test_nfd_and_nfc_class_names_match_in_f1_and_in_ap_alike():
+    reference, predicted = [box(0, 0, 10, 10)], [box(0, 0, 10, 10)]
+    metrics = evaluate(predicted, reference, reference_classes=["For\u00eat"],
+                       predicted_classes=["Fore\u0302t"], predicted_scores=[0.9]).metrics
+    assert metrics["count_tp"] == 1
+    assert metrics["average_precision"]["ap"] == 1.0
+    assert list(metrics["per_class"]) == ["for\u00eat"]
+
+
 def test_strasse_matches_strasse_in_f1_and_in_ap_alike():
     reference, predicted = [box(0, 0, 10, 10)], [box(0, 0, 10, 10)]
     metrics = evaluate(predicted, reference, reference_classes=["straße"],

@@ -92,7 +92,7 @@ def test_a_null_value_fails_and_says_so():
         ("f1 >= high", "'high' after >= is not a number"),
         (">= 0.8", "no key before >="),
         ("f1 >= nan", "NaN"),
-        ("per size >= 1", "unexpected 's'"),
+        ("per_size_class.*x.recall >= 1", "unexpected 'x'"),
         ('"f1 >= 1', 'unclosed quote "'),  # the quote swallows the operator
         ("", "no condition given"),
         ("a..b >= 1", "a key name was expected"),
@@ -113,6 +113,7 @@ def test_bad_conditions_are_named(text, message):
         ("per_size_class >= 1", "is an object, not a number"),
         ("bootstrap.ci.f1.5 >= 1", "not an index"),
         ("f1.x >= 1", "f1 is float, it has no key 'x'"),
+        ("per size >= 1", "no key 'per size' in the report's metrics"),  # a key, not found
     ],
 )
 def test_missing_keys_and_non_numbers_are_named(text, message):
@@ -140,3 +141,66 @@ def test_an_unclosed_quote_is_named_rather_than_a_missing_operator():
         parse_conditions("'f1 >= 0.8")
     with pytest.raises(ValueError, match=r'unclosed quote "'):
         parse_conditions('per_size_class."0.5-1.recall >= 0.6')
+
+
+# A class-map report as rasteriou writes it: class 2 is absent from both maps, its IoU null
+# (0/0), and the mIoU is over the other two.
+CLASS_MAP = {
+    "miou": 0.6,
+    "per_class": {
+        "0": {"name": "water", "iou": 0.8},
+        "1": {"name": "Forêt dense", "iou": 0.4},
+        "2": {"name": "snow", "iou": None},
+    },
+}
+# An evaluation's per-class metrics keyed by class name as the data spells it.
+NAMED_CLASSES = {
+    "metrics": {"per_class": {"Forêt dense": {"f1": 0.75}, "Straße": {"f1": 0.5},
+                              "Tree cover": {"f1": 0.9}, "岩石": {"f1": 0.25}}},
+}
+
+
+def test_a_wildcard_over_a_null_fails_it_and_a_question_mark_skips_it():
+    plain = check_conditions(CLASS_MAP, "per_class.*.iou >= 0.3")
+    assert [(r.path, r.value, r.passed, r.skipped) for r in plain] == [
+        ("per_class.0.iou", 0.8, True, False),
+        ("per_class.1.iou", 0.4, True, False),
+        ("per_class.2.iou", None, False, False),
+    ]
+    skipping = check_conditions(CLASS_MAP, "per_class.*.iou? >= 0.3")
+    assert [(r.path, r.value, r.passed, r.skipped) for r in skipping] == [
+        ("per_class.0.iou", 0.8, True, False),
+        ("per_class.1.iou", 0.4, True, False),
+        ("per_class.2.iou", None, True, True),
+    ]
+    assert failure_message(skipping) == ""
+    # A real value below the threshold still fails with "?"; the skipped one is not counted.
+    results = check_conditions(CLASS_MAP, "per_class.*.iou ? >= 0.5")
+    assert [r.passed for r in results] == [True, False, True]
+    assert failure_message(results).startswith("1 of 2 threshold checks failed:")
+    assert parse_conditions("per_class.*.iou? >= 0.5")[0].skip_null
+    assert not parse_conditions("per_class.*.iou >= 0.5")[0].skip_null
+
+
+def test_keys_in_any_script_and_with_spaces_are_named_as_written():
+    results = check_conditions(
+        NAMED_CLASSES,
+        "per_class.Forêt dense.f1 == 0.75; per_class.Straße.f1 == 0.5; "
+        "per_class.Tree cover.f1 == 0.9; per_class.岩石.f1 == 0.25",
+    )
+    assert [(r.path, r.value) for r in results] == [
+        ("per_class.Forêt dense.f1", 0.75), ("per_class.Straße.f1", 0.5),
+        ("per_class.Tree cover.f1", 0.9), ("per_class.岩石.f1", 0.25),
+    ]
+    assert all(r.passed for r in results)
+
+
+def test_a_key_typed_in_decomposed_unicode_names_the_composed_key():
+    decomposed = "per_class.Fore\u0302t dense.f1 >= 0.7"  # e + combining circumflex
+    (result,) = check_conditions(NAMED_CLASSES, decomposed)
+    assert result.path == "per_class.Forêt dense.f1" and result.value == 0.75
+
+
+def test_one_failed_check_is_worded_in_the_singular():
+    results = check_conditions(REPORT, "iou_p10 >= 0.5")
+    assert failure_message(results).startswith("1 of 1 threshold check failed:")

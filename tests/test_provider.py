@@ -446,3 +446,61 @@ def test_boundary_tolerance_through_the_algorithm_by_hand(ioueval_provider):
     metrics = json.loads(open(result["REPORT_JSON"], encoding="utf-8").read())["metrics"]
     assert metrics["boundary_recall"] == pytest.approx(202 / 400, rel=1e-6)
     assert metrics["boundary_precision"] == pytest.approx(202 / 400, rel=1e-6)
+
+
+def test_the_predicted_id_names_predictions_in_every_output(ioueval_provider, tmp_path):
+    from qgis_layers import box_wkt, memory_layer
+
+    # r1 = [0,10]² matched by pA = [1,11]×[0,10] (IoU 90/110); r2 = [20,30]×[0,10] missed,
+    # pB = [27,37]×[0,10] overlaps it (IoU 30/170); pC overlaps nothing.
+    predicted = memory_layer([box_wkt(1, 0, 11, 10), box_wkt(27, 0, 37, 10),
+                              box_wkt(50, 0, 60, 10)], ids=["pA", "pB", "pC"], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10), box_wkt(20, 0, 30, 10)],
+                             ids=["r1", "r2"], name="r")
+    fid = {f["id"]: f.id() for f in predicted.getFeatures()}
+    result = run({
+        "PREDICTED": predicted, "REFERENCE": reference, "REFERENCE_ID_FIELD": "id",
+        "PREDICTED_ID_FIELD": "id", "PER_FIELD": str(tmp_path / "per_field.csv"),
+    })
+    table = {f["id"]: f for f in layer_of(result["PER_FIELD"]).getFeatures()}
+    assert (table["r1"]["pred_id"], table["r1"]["pred_fid"]) == ("pA", fid["pA"])
+    assert table["r1"]["max_overlap_pred_id"] == "pA"
+    assert table["r1"]["iou"] == pytest.approx(90 / 110)
+    assert table["r2"]["pred_id"] in (NULL, None, "") and table["r2"]["pred_fid"] in (NULL, None)
+    assert (table["r2"]["max_overlap_pred_id"], table["r2"]["max_overlap_pred_fid"]) == (
+        "pB", fid["pB"])
+    header = (tmp_path / "per_field.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[header.index("pred_fid") + 1] == "pred_id"
+    tp = [(f["ref_id"], f["pred_id"], f["pred_fid"])
+          for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()]
+    assert tp == [("r1", "pA", fid["pA"])]
+    fp = sorted((f["pred_id"], f["pred_fid"])
+                for f in layer_of(result["FALSE_POSITIVES"]).getFeatures())
+    assert fp == [("pB", fid["pB"]), ("pC", fid["pC"])]
+    fn = [(f["id"], f["max_overlap_pred_id"], f["max_overlap_pred_fid"])
+          for f in layer_of(result["FALSE_NEGATIVES"]).getFeatures()]
+    assert fn == [("r2", "pB", fid["pB"])]
+
+
+def test_without_a_predicted_id_the_layers_still_name_the_prediction_by_feature_id(
+        ioueval_provider):
+    from qgis_layers import box_wkt, memory_layer
+
+    predicted = memory_layer([box_wkt(1, 0, 11, 10), box_wkt(50, 0, 60, 10)], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10)], name="r")
+    fids = [f.id() for f in predicted.getFeatures()]
+    result = run({"PREDICTED": predicted, "REFERENCE": reference})
+    assert [f["pred_fid"] for f in layer_of(result["TRUE_POSITIVES"]).getFeatures()] == fids[:1]
+    fp = layer_of(result["FALSE_POSITIVES"])
+    assert [f["pred_fid"] for f in fp.getFeatures()] == fids[1:]
+    assert "pred_id" not in fp.fields().names()
+
+
+def test_a_missing_predicted_id_field_is_named(ioueval_provider):
+    from qgis.core import QgsProcessingException
+    from qgis_layers import box_wkt, memory_layer
+
+    layer = memory_layer([box_wkt(0, 0, 1, 1)])
+    with pytest.raises(QgsProcessingException, match="PREDICTED_ID_FIELD"):
+        run({"PREDICTED": layer, "REFERENCE": memory_layer([box_wkt(0, 0, 1, 1)]),
+             "PREDICTED_ID_FIELD": "no_such_field"})

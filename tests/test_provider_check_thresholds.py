@@ -61,3 +61,28 @@ def test_a_report_saved_with_a_byte_order_mark_is_read(ioueval_provider, tmp_pat
     path.write_text(json.dumps(REPORT), encoding="utf-8-sig")
     result = check(str(path), "f1 >= 0.8")
     assert (result["FAILED_COUNT"], result["CHECK_COUNT"]) == (0, 1)
+
+
+def test_a_class_absent_from_both_maps_is_skipped_with_a_question_mark(ioueval_provider,
+                                                                      tmp_path):
+    # rasteriou's report: class 2 is absent from both maps, so its IoU is null (0 / 0).
+    path = tmp_path / "classes.json"
+    path.write_text(json.dumps({"miou": 0.6, "per_class": {
+        "0": {"iou": 0.8}, "1": {"iou": 0.4}, "2": {"iou": None}}}), encoding="utf-8")
+    with pytest.raises(QgsProcessingException, match="per_class.2.iou = null"):
+        check(str(path), "per_class.*.iou >= 0.3")
+    result = check(str(path), "per_class.*.iou? >= 0.3")
+    assert (result["FAILED_COUNT"], result["CHECK_COUNT"], result["SKIPPED_COUNT"]) == (0, 2, 1)
+    rows = rows_of(result["OUTPUT"])
+    assert [(r["key"], r["passed"], r["skipped"]) for r in rows] == [
+        ("per_class.0.iou", True, False), ("per_class.1.iou", True, False),
+        ("per_class.2.iou", True, True),
+    ]
+
+
+def test_a_key_with_accents_and_spaces_needs_no_quotes(ioueval_provider, tmp_path):
+    path = tmp_path / "named.json"
+    path.write_text(json.dumps({"metrics": {"per_class": {"Forêt dense": {"f1": 0.75}}}},
+                               ensure_ascii=False), encoding="utf-8")
+    result = check(str(path), "per_class.Forêt dense.f1 >= 0.7")
+    assert (result["FAILED_COUNT"], result["CHECK_COUNT"]) == (0, 1)

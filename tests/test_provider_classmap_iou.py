@@ -158,3 +158,28 @@ def test_class_values_keep_the_data_spelling_in_keys_and_table(ioueval_provider,
     assert report["per_class"]["Forest"]["iou"] == pytest.approx(1.0)
     table = QgsVectorLayer(str(tmp_path / "classes.csv"), "t", "ogr")
     assert sorted(f["class_value"] for f in table.getFeatures()) == ["A", "B", "Forest"]
+
+
+def test_a_polygon_with_a_null_class_moves_nothing(ioueval_provider, tmp_path):
+    # Reference class 0 over four 100 m squares; prediction class 0 over the first two and a
+    # NULL-class polygon over the last two. The NULL row is dropped and moves nothing: the
+    # area compared stays the first two squares (IoU 1), as without that row.
+    x0, y0 = 1_000_000, 4_000_000
+    reference = class_layer("EPSG:6933", [(square(x0 + 100 * k, y0, 100), 0)
+                                          for k in range(4)], "ref")
+    results = []
+    for k, cells in enumerate((
+            [(square(x0, y0, 100), 0), (square(x0 + 100, y0, 100), 0),
+             (square(x0 + 200, y0, 100), None), (square(x0 + 300, y0, 100), None)],
+            [(square(x0, y0, 100), 0), (square(x0 + 100, y0, 100), 0)])):
+        results.append(run({
+            "PREDICTED": class_layer("EPSG:6933", cells, "pred"), "REFERENCE": reference,
+            "PREDICTED_CLASS_FIELD": "code", "REFERENCE_CLASS_FIELD": "code",
+            "REPORT_JSON": str(tmp_path / f"report{k}.json"),
+        }))
+    assert results[0]["MIOU"] == results[1]["MIOU"] == pytest.approx(1.0)
+    with_null, without = (json.loads((tmp_path / f"report{k}.json").read_text())
+                          for k in (0, 1))
+    assert with_null["alignment"]["area_compared_m2"] == pytest.approx(20_000)
+    assert with_null["confusion_matrix"] == without["confusion_matrix"]
+    assert with_null["alignment"]["predicted_rows"]["dropped_no_class"] == 2

@@ -62,7 +62,9 @@ def test_parsemodeloutput_sorts_geometries_points_and_failures(ioueval_provider)
     assert {f["convention"] for f in polygons} == {"pixel_xyxy"}
     assert {f["convention_source"] for f in polygons} == {"given"}
     points = list(result["POINTS"].getFeatures())
-    assert [(f["row_id"], f.geometry().asWkt()) for f in points] == [(4, "MultiPoint ((100 25))")]
+    # COORDINATE_FORMAT pixel_xyxy was chosen: it wins over Molmo's percent (issue 25), so
+    # x="50" y="25" are pixels
+    assert [(f["row_id"], f.geometry().asWkt()) for f in points] == [(4, "MultiPoint ((50 25))")]
     failures = {(f["row_id"], f["status"]) for f in result["FAILURES"].getFeatures()}
     assert failures == {(2, "empty"), (3, "non_finite"), (5, "unparseable")}
     assert sum(1 for f in result["FAILURES"].getFeatures() if f["row_id"] == 3) == 2
@@ -246,3 +248,40 @@ def test_fraction_progress_maps_into_its_slice_and_cancels(ioueval_provider):
     feedback.cancel()
     with pytest.raises(EvaluationCanceled):
         advance(0.75)
+
+
+def test_padded_square_undoes_llava_padding_in_both_algorithms(ioueval_provider, tmp_path):
+    # LLaVA-1.5's "[0.23, 0.31, 0.55, 0.78]" on 800 × 600: the square is 800 wide, the image
+    # pasted at y (800 - 600) // 2 = 100: x · 800, y · 800 - 100 → (184, 148, 440, 524)
+    layer = table([(1, "[0.23, 0.31, 0.55, 0.78]", '{"bbox": [184, 148, 440, 524]}', 800, 600,
+                    "llava")])
+    result = run("ioueval:parsemodeloutput", {
+        "INPUT": layer, "TEXT_FIELD": "answer", "ID_FIELD": "id", "COORDINATE_FORMAT": 0,
+        "IMAGE_WIDTH_FIELD": "width", "IMAGE_HEIGHT_FIELD": "height", "PADDED_SQUARE": True,
+        "OUTPUT": "TEMPORARY_OUTPUT", "POINTS": "TEMPORARY_OUTPUT",
+        "FAILURES": "TEMPORARY_OUTPUT",
+    })
+    (feature,) = result["OUTPUT"].getFeatures()
+    assert feature.geometry().boundingBox().toRectF().getCoords() == pytest.approx(
+        (184, 148, 440, 524))
+    scored = run("ioueval:spatialmatch", {
+        "INPUT": layer, "ANSWER_FIELD": "answer", "EXPECTED_FIELD": "expected",
+        "IMAGE_WIDTH_FIELD": "width", "IMAGE_HEIGHT_FIELD": "height", "PADDED_SQUARE": True,
+        "OUTPUT": "TEMPORARY_OUTPUT",
+    })
+    assert scored["MEAN_IOU"] == pytest.approx(1.0)
+
+
+def test_a_long_answer_writes_a_geopackage_of_its_own_size(ioueval_provider, tmp_path):
+    # every box of a 250 KB JSON list once stored the whole list as its span (1.27 GB); now a
+    # bounded excerpt once per span: the file stays a small multiple of the answer
+    text = json.dumps([[10, 20, 30, 40]] * 14_000)  # 252 KB, 14 000 boxes
+    layer = table([(1, text, None, 1000, 1000, "m")])
+    out = tmp_path / "boxes.gpkg"
+    result = run("ioueval:parsemodeloutput", {
+        "INPUT": layer, "TEXT_FIELD": "answer", "ID_FIELD": "id", "COORDINATE_FORMAT": 1,
+        "IMAGE_WIDTH_FIELD": "width", "IMAGE_HEIGHT_FIELD": "height",
+        "OUTPUT": str(out), "POINTS": "TEMPORARY_OUTPUT", "FAILURES": "TEMPORARY_OUTPUT",
+    })
+    assert result["COUNT_POLYGONS"] == 14_000
+    assert out.stat().st_size < 40 * len(text)

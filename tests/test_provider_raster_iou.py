@@ -155,3 +155,96 @@ def test_input_rasters_are_never_modified(ioueval_provider, tmp_path):
     assert result["MIOU"] is not None
     after = {p.name: p.stat().st_mtime_ns for p in inputs.iterdir()}
     assert after == before
+
+
+def test_class_tables_written_by_qgis_are_read_as_qgis_writes_them(ioueval_provider, tmp_path):
+    from qgis.core import QgsColorRampShader, QgsPalettedRasterRenderer, QgsRasterRendererUtils
+    from qgis.PyQt.QtGui import QColor
+
+    reference = write_raster(tmp_path / "r.tif", np.array([1, 2, 3, 3], np.uint8))
+    predicted = write_raster(tmp_path / "p.tif", np.array([1, 2, 3, 1], np.uint8))
+    # "Export color map to file" (value,red,green,blue,alpha,label; the label keeps commas).
+    colour_map = tmp_path / "colours.txt"
+    assert QgsRasterRendererUtils.saveColorMapFile(str(colour_map), [
+        QgsColorRampShader.ColorRampItem(1, QColor(255, 0, 0), "Forêt, dense"),
+        QgsColorRampShader.ColorRampItem(2, QColor(0, 255, 0, 128), "crop land"),
+        QgsColorRampShader.ColorRampItem(3, QColor(0, 0, 255), "water"),
+    ], QgsColorRampShader.Exact)
+    # The paletted renderer's export (value red green blue alpha label, spaces).
+    palette = tmp_path / "palette.txt"
+    palette.write_text(QgsPalettedRasterRenderer.classDataToString([
+        QgsPalettedRasterRenderer.Class(1, QColor("red"), "Forêt dense"),
+        QgsPalettedRasterRenderer.Class(2, QColor("green"), "crop land"),
+        QgsPalettedRasterRenderer.Class(3, QColor("blue"), "water"),
+    ]), encoding="utf-8")
+    for table, first in ((colour_map, "Forêt, dense"), (palette, "Forêt dense")):
+        result = run({"PREDICTED": predicted, "REFERENCE": reference,
+                      "CLASS_NAMES": str(table), **outputs(tmp_path)})
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert [report["per_class"][k]["name"] for k in "123"] == [first, "crop land", "water"]
+        # By hand: 1 has TP 1, FP 1 (the last pixel); 2 exact; 3 TP 1, FN 1.
+        assert result["MIOU"] == pytest.approx((1 / 2 + 1 + 1 / 2) / 3)
+
+
+def test_float_raster_classes_match_the_class_table(ioueval_provider, tmp_path):
+    table = tmp_path / "classes.csv"
+    table.write_text("0.1,wet\n0.2,dry\n")
+    pixels = np.array([0.1, 0.2, 0.2, 0.1], np.float32)
+    run({"PREDICTED": write_raster(tmp_path / "p.tif", pixels),
+         "REFERENCE": write_raster(tmp_path / "r.tif", pixels),
+         "CLASS_NAMES": str(table), **outputs(tmp_path)})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert sorted(report["per_class"]) == ["0.1", "0.2"]
+    assert report["per_class"]["0.1"]["iou"] == 1.0
+    assert not any("not in the class table" in w for w in report["warnings"])
+
+
+def test_names_from_a_rat_with_linear_binning(ioueval_provider, tmp_path):
+    from osgeo import gdal
+
+    path = write_raster(tmp_path / "r.tif", np.array([10, 12, 15, 24], np.uint8))
+    dataset = gdal.Open(path, gdal.GA_Update)
+    rat = gdal.RasterAttributeTable()
+    rat.CreateColumn("Class", gdal.GFT_String, gdal.GFU_Name)
+    rat.SetRowCount(3)
+    for row, name in enumerate(("sand", "grass", "forest")):
+        rat.SetValueAsString(row, 0, name)
+    rat.SetLinearBinning(10.0, 5.0)
+    dataset.GetRasterBand(1).SetDefaultRAT(rat)
+    dataset = None
+    run({"PREDICTED": path, "REFERENCE": path, **outputs(tmp_path)})
+    report = json.loads((tmp_path / "report.json").read_text())
+    names = {key: row["name"] for key, row in report["per_class"].items()}
+    assert names == {"10": "sand", "12": "sand", "15": "grass", "24": "forest"}
+
+
+def test_web_mercator_areas_are_on_the_ground_with_a_warning(ioueval_provider, tmp_path):
+    import pyproj
+
+    x, y = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857",
+                                       always_xy=True).transform(10, 60)
+    gt = (x - 1000, 1000.0, 0, y + 1000, 0, -1000.0)  # a 2 km square at 60° N: 4 km² plane
+    path = write_raster(tmp_path / "m.tif", np.ones((2, 2), np.uint8), gt, "EPSG:3857")
+    run({"PREDICTED": path, "REFERENCE": path, **outputs(tmp_path)})
+    report = json.loads((tmp_path / "report.json").read_text())
+    area = report["per_class"]["1"]["areas"]["tp_m2"]
+    assert 0.99e6 < area < 1.01e6  # about 1 km² on the ground
+    assert any("not equal-area" in w for w in report["warnings"])
+
+
+def test_paletted_renderer_of_a_float_raster_names_its_classes(ioueval_provider, tmp_path):
+    from qgis.core import QgsPalettedRasterRenderer, QgsRasterLayer
+
+    pixels = np.array([0.1, 0.2, 0.2, 0.1], np.float32)
+    reference = QgsRasterLayer(write_raster(tmp_path / "r.tif", pixels), "r", "gdal")
+    # QGIS's own classes of the raster: its values as doubles (0.10000000149011612).
+    classes = QgsPalettedRasterRenderer.classDataFromRaster(reference.dataProvider(), 1)
+    assert [round(c.value, 6) for c in classes] == [0.1, 0.2]
+    for item, label in zip(classes, ("wet", "dry")):
+        item.label = label
+    reference.setRenderer(QgsPalettedRasterRenderer(reference.dataProvider(), 1, classes))
+    run({"PREDICTED": write_raster(tmp_path / "p.tif", pixels), "REFERENCE": reference,
+         **outputs(tmp_path)})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {k: row["name"] for k, row in report["per_class"].items()} == {"0.1": "wet",
+                                                                          "0.2": "dry"}

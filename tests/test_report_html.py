@@ -2,6 +2,8 @@
 "Reproduce" formatting (core.reports.reproduce)."""
 
 import base64
+import html
+import re
 import shlex
 from html.parser import HTMLParser
 
@@ -192,3 +194,21 @@ def test_figures_drawn_on_several_threads_at_once_are_the_figures_drawn_alone():
     for _ in range(3):
         drawn = _draw_at_once(6, lambda k: _histogram_uri())
         assert drawn == [alone] * 6
+
+
+def test_definitions_are_a_collapsed_appendix_and_the_command_names_its_program():
+    report = _minimal_report()
+    report["reproduce"]["qgis_process"] = "/opt/QGIS 3/bin/qgis_process.bin"
+    definitions = [Definition(f"key_{k}", f"meaning {k}", "a / b", "a paper") for k in range(40)]
+    page = render_report(report, title="Demo", algorithm_id="ioueval:demo", sections=[],
+                         definitions=definitions)
+    start = page.index('<details id="definitions-list">')
+    end = page.index("</details>", start)
+    # every definition inside the closed <details> (no "open" attribute), and none outside
+    assert all(f'id="def-key_{k}"' in page[start:end] for k in range(40))
+    assert page.count('<dt id="def-') == 40
+    assert "40 keys" in page[start:end]
+    assert "<script" not in page
+    command = re.search(r'<pre id="qgis-process">(.*?)</pre>', page, re.S)[1]
+    words = shlex.split(html.unescape(command).replace("\\\n", " "))
+    assert words[:3] == ["/opt/QGIS 3/bin/qgis_process.bin", "run", "ioueval:demo"]

@@ -65,3 +65,72 @@ def test_drawn_outlines_keep_holes_parts_and_what_is_not_a_polygon():
     assert drawn[0].equals(holed) and drawn[3].equals(pair)
     assert drawn[5].equals(shapely.box(0, 0, 10, 10))
     assert drawn[1] is None and drawn[2] is collection and drawn[4].is_empty
+
+
+def _grid_with_one_miss():
+    """A 3 × 3 grid of touching 10 m squares in WGS 84 / UTM 33N, each predicted exactly but
+    the centre one, whose prediction is moved 5 m east: IoU 50 / 150 = 1/3 with the centre
+    (a false positive at 0.5) and 1/3 with its east neighbour, which its own exact copy
+    matches at IoU 1. So one field has a best IoU below 1.00: the centre."""
+    import shapely
+
+    x0, y0 = 500_000.0, 5_000_000.0
+    squares = [shapely.box(x0 + 10 * i, y0 + 10 * j, x0 + 10 * i + 10, y0 + 10 * j + 10)
+               for j in range(3) for i in range(3)]
+    predicted = list(squares)
+    predicted[4] = shapely.affinity.translate(squares[4], 5.0, 0.0)
+    return predicted, squares
+
+
+def test_only_fields_below_an_iou_of_1_are_listed_as_worst():
+    import pytest
+    from iou_evaluation.core.evaluation.evaluate import evaluate
+    from iou_evaluation.core.reports.evaluate import report_extras
+
+    predicted, reference = _grid_with_one_miss()
+    evaluation = evaluate(predicted, reference, predicted_crs="EPSG:32633",
+                          reference_crs="EPSG:32633")
+    worst = report_extras(evaluation)["worst_reference_fields"]
+    assert [w["id"] for w in worst] == [4]
+    assert worst[0]["best_iou"] == pytest.approx(1 / 3, rel=1e-6)
+    perfect = evaluate(reference, reference, predicted_crs="EPSG:32633",
+                       reference_crs="EPSG:32633")
+    assert report_extras(perfect)["worst_reference_fields"] == []
+
+
+def test_the_worst_field_map_draws_its_neighbours_and_a_legend():
+    import base64
+    import re
+
+    from iou_evaluation.core.evaluation.evaluate import evaluate
+    from iou_evaluation.core.reports.data import build_report
+    from iou_evaluation.core.reports.evaluate import (
+        WORST_STYLES,
+        _worst_panels,
+        render_evaluation_html,
+        report_extras,
+    )
+
+    predicted, reference = _grid_with_one_miss()
+    evaluation = evaluate(predicted, reference, predicted_crs="EPSG:32633",
+                          reference_crs="EPSG:32633")
+    extras = report_extras(evaluation)
+    (panel,) = _worst_panels(evaluation, extras["worst_reference_fields"])
+    neighbours, tp, fp, field = (layer for layer, _ in panel["layers"])
+    # the map around the centre square and its moved prediction (x 10…25 m, y 10…20 m from
+    # the grid's corner; the square shown reaches 8.25 m from (17.5, 15)): all 8 others
+    # reach into it; the moved prediction is the one FP, no TP overlaps the centre
+    assert len(neighbours) == 8 and len(tp) == 0 and len(fp) == 1
+    report = {**build_report(evaluation, {}, {"plugin": "test"}), **extras}
+    page = render_evaluation_html(report, evaluation)
+    uri = re.search(r'<figure id="fig-worst-fields"><img src="data:image/svg\+xml;base64,'
+                    r'([^"]+)"', page)[1]
+    svg = base64.b64decode(uri).decode("utf-8")
+    grey = WORST_STYLES["neighbour"]["edgecolor"]
+    assert svg.count(f"stroke: {grey}") == 8 + 1  # the neighbours and the legend's patch
+    for label in ("reference field", "other reference fields", "matched prediction (TP)",
+                  "unmatched prediction (FP)"):
+        assert label in svg
+    text = " ".join(re.sub(r"<[^>]+>", "", page).split())
+    assert "The 1 worst reference field " in text
+    assert "the other 8 have a best IoU of 1.00 and are not listed" in text

@@ -23,6 +23,7 @@ from ..util.checks import check_positive
 from ..geometry.crs import to_crs, transformer
 from ..util.memory import check_memory
 from ..util.parallel import WORKERS, ProgressCallback, run_chunks
+from ..util.wording import count_of
 from ..geometry.segments import (
     SegmentGrid,
     Segments,
@@ -619,7 +620,7 @@ def _check_chunk_memory(cost: np.ndarray, chunks, describe_pairs) -> None:
         if describe_pairs is not None:
             return describe_pairs(rows)
         return "matched pairs at positions " + ", ".join(str(int(r)) for r in rows) + (
-            f" ({int(cost[lo:hi].sum()):,} vertices)")
+            f" ({count_of(int(cost[lo:hi].sum()), 'vertex', 'vertices', thousands=True)})")
 
     check_memory("boundary distances", needed, what)
 

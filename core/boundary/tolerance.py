@@ -26,6 +26,7 @@ from ..util.checks import check_positive
 from ..geometry.crs import to_crs, transformer
 from ..util.memory import check_memory
 from ..util.parallel import WORKERS, ProgressCallback, run_chunks
+from ..util.wording import count_of
 from ..geometry.segments import (
     boundary_curves,
     budget_splits,
@@ -608,7 +609,8 @@ def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols:
 
     def what():
         size, ia, ib = largest[-1]
-        return (f"the polygons near one tile ({size:,} vertices; largest: first layer "
+        vertices = count_of(size, "vertex", "vertices", thousands=True)
+        return (f"the polygons near one tile ({vertices}; largest: first layer "
                 f"positions {', '.join(map(str, ia.tolist()))}, second layer positions "
                 f"{', '.join(map(str, ib.tolist()))})")
 

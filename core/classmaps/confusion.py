@@ -70,6 +70,22 @@ class ClassTable:
         """Matrix position of a class code, None when it is not a class."""
         return self._position.get(value)
 
+    def find(self, value, dtype) -> int | None:
+        """Matrix position of the class ``value`` as an array of ``dtype`` (numpy dtype or
+        name) stores it (``lookup``'s rule: a Float32 raster's 0.1 is the class 0.1), None
+        when it is not a class or ``dtype`` cannot hold it."""
+        dtype = np.dtype(dtype)
+        if dtype.kind in "iub" and not float(value).is_integer():
+            return None
+        try:
+            code = np.asarray([value]).astype(dtype, casting="unsafe")
+        except (OverflowError, ValueError):
+            return None
+        if dtype.kind in "iub" and float(code[0]) != float(value):
+            return None
+        k = int(self.lookup(code, -1)[0])
+        return k if k >= 0 else None
+
     def add(self, values) -> list:
         """Append the codes not known yet (in the order given); returns the new ones."""
         new = [v for v in values if v not in self._position]
@@ -100,13 +116,37 @@ class ClassTable:
             return table[index]  # fancy indexing: twice as fast as np.take here
         if not numeric:
             return np.full(codes.shape, missing, dtype=np.int32)
-        keys = np.array([v for v, _ in numeric], dtype=np.float64)
-        order = np.argsort(keys)
-        keys, positions = keys[order], np.array([k for _, k in numeric], np.int32)[order]
-        flat = codes.reshape(-1).astype(np.float64, copy=False)
+        keys, positions = _keys_at_precision(numeric, codes.dtype)
+        flat = codes.reshape(-1)
+        if codes.dtype.kind != "f":
+            flat = flat.astype(np.float64, copy=False)
         at = np.clip(np.searchsorted(keys, flat), 0, len(keys) - 1)
         out = np.where(keys[at] == flat, positions[at], missing).astype(np.int32)
         return out.reshape(codes.shape)
+
+
+def _keys_at_precision(numeric, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted class codes as the codes' own type stores them, and their matrix positions.
+
+    Float codes are compared at the precision of the array that holds them: the class 0.1
+    is the Float32 pixel 0.1 (stored as 0.10000000149011612). Two classes that one precision
+    cannot tell apart (0.1 and 0.10000000149011612 in a Float32 array) take the class whose
+    value is that stored number's shortest decimal form (``unique_codes``' spelling), else
+    the first one.
+    """
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        chosen = {}
+        for value, k in numeric:
+            stored = dtype.type(value)
+            canonical = float(str(stored)) == float(value)
+            if stored not in chosen or (canonical and not chosen[stored][1]):
+                chosen[stored] = (k, canonical)
+        keys = np.array(sorted(chosen), dtype=dtype)
+        positions = np.array([chosen[key][0] for key in keys.tolist()], dtype=np.int32)
+        return keys, positions
+    keys = np.array([v for v, _ in numeric], dtype=np.float64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.array([k for _, k in numeric], np.int32)[order]
 
 
 def _is_number(value) -> bool:
@@ -119,7 +159,8 @@ def unique_codes(codes: np.ndarray) -> list:
     """The distinct codes of a numeric array, as Python numbers in increasing order.
 
     Integers of at most 16 bits are counted with ``np.bincount`` (no sort); other arrays use
-    ``np.unique``. NaN is not a code.
+    ``np.unique``. NaN is not a code. Floats are spelt at their own precision
+    (``plain_code``: a Float32 0.1 is 0.1).
     """
     codes = np.asarray(codes).reshape(-1)
     if len(codes) == 0:
@@ -131,8 +172,20 @@ def unique_codes(codes: np.ndarray) -> list:
     values = np.unique(codes)
     if values.dtype.kind == "f":
         values = values[~np.isnan(values)]
-        return [int(v) if float(v).is_integer() else float(v) for v in values]
+        return [plain_code(v) for v in values]
     return [int(v) for v in values]
+
+
+def plain_code(value):
+    """A class code as a Python number, spelt at the precision of its type: int when
+    integral, else the shortest decimal that the type reads back as the same number
+    (np.float32(0.1) is 0.1, not 0.10000000149011612)."""
+    if isinstance(value, (np.floating, float)):
+        number = float(value)
+        if not np.isfinite(number) or number.is_integer():
+            return int(number) if np.isfinite(number) else number
+        return float(str(value)) if isinstance(value, np.floating) else number
+    return int(value)
 
 
 def new_matrix(k: int, dtype=np.int64) -> np.ndarray:

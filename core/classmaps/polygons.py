@@ -12,7 +12,8 @@ reference says nothing there.
 
 Two polygons of different classes on the same ground in one layer count once per class (the
 ground is in both classes' areas) and are reported; polygons of one class that overlap count
-once (the class is dissolved). Rows without a class value are dropped and counted.
+once (the class is dissolved). Rows without a class value are dropped and counted: they
+move nothing, not even the extent of the area compared.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..geometry.crs import check_equal_area, crs_label, evaluation_crs, resolve_
 from ..matching.labels import MISSING, normalise_labels
 from ..pairs.overlap import intersection_area, overlap_pairs
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
 from ..geometry.prepare import prepare_layer
 
 logger = logging.getLogger(__name__)
@@ -75,11 +77,13 @@ def polygon_class_confusion(
             (n_ref,), in their CRSs.
         predicted_classes, reference_classes: sequences of class values of the same lengths
             (numbers or text, compared by ``labels.class_key``: 3, 3.0 and "3" are one class,
-            "Forest" and "forest " too; None/NaN/NULL/blank: no class).
+            "Forest" and "forest " too, and "Forêt" in NFC and NFD; None/NaN/NULL/blank: no
+            class).
         predicted_crs, reference_crs: anything pyproj reads, or None for both (planar units).
         equal_area_crs: CRS of the areas (default EPSG:6933; ignored in planar units).
         study_area: optional sequence of polygons: the area compared (default: the overlap
-            of the two layers' extents, as bounding boxes in the equal-area CRS).
+            of the two layers' extents, as bounding boxes in the equal-area CRS, of their
+            rows with a class: a row without one is not scored and moves nothing).
         study_area_crs: its CRS; None only when the layers have none either (a study area
             without a CRS is never taken to be in the layers' CRS).
         progress: optional callable(fraction done); may raise to cancel.
@@ -93,7 +97,8 @@ def polygon_class_confusion(
     for geoms, values, name in ((predicted, predicted_classes, "predicted"),
                                 (reference, reference_classes, "reference")):
         if len(values) != len(geoms):
-            raise ValueError(f"{name}_classes has {len(values)} values for {len(geoms)} rows")
+            raise ValueError(f"{name}_classes has {count_of(len(values), 'value')} for "
+                             f"{count_of(len(geoms), 'row')}")
     ref_crs = resolve_crs(reference_crs, "reference_crs")
     pred_crs = resolve_crs(predicted_crs, "predicted_crs")
     ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
@@ -106,7 +111,9 @@ def polygon_class_confusion(
     pred_values = [predicted_classes[i] for i in pred.keep.tolist()]
     ref_labels = normalise_labels(ref_values, case_insensitive=True)
     pred_labels = normalise_labels(pred_values, case_insensitive=True)
-    extent, extent_kind = _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs)
+    extent, extent_kind = _area_compared(ref.geometries[ref_labels != MISSING],
+                                         pred.geometries[pred_labels != MISSING],
+                                         study_area, study_area_crs, ref_crs, ea_crs)
     ref_parts = _dissolve_by_class(ref.geometries, ref_labels, extent)
     pred_parts = _dissolve_by_class(pred.geometries, pred_labels, extent)
     step(0.6, 0.7)(1.0)
@@ -157,7 +164,9 @@ def polygon_class_confusion(
     for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
-            warnings.append(f"{missing} {name} polygons have no class value and are not scored")
+            warnings.append(f"{count_of(missing, f'{name} polygon')} "
+                            f"{plural(missing, 'has', 'have')} no class value and "
+                            f"{plural(missing, 'is', 'are')} not scored")
     nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
     if nothing:
         warnings.append(nothing)
@@ -173,7 +182,8 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
         if layer.n == 0:
-            return (f"the {name} layer has no polygon to score ({layer.n_input} rows read, "
+            return (f"the {name} layer has no polygon to score "
+                    f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
@@ -196,9 +206,11 @@ def _steps(progress):
     return step
 
 
-def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
+def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, ea_crs):
     """(polygon or None, description): the study area prepared like the layers, or the
-    intersection of the two layers' bounding boxes in the equal-area CRS."""
+    intersection of the bounding boxes, in the equal-area CRS, of the two layers' rows that
+    have a class (``ref_geoms``, ``pred_geoms``: the rows that are scored; a row without a
+    class moves nothing)."""
     if study_area is not None:
         crs = resolve_crs(study_area_crs, "study_area_crs")
         if (crs is None) != (ref_crs is None):
@@ -212,10 +224,10 @@ def _area_compared(ref, pred, study_area, study_area_crs, ref_crs, ea_crs):
         if layer.n == 0:
             return None, "study area (empty)"
         return shapely.union_all(layer.geometries), "study area"
-    if ref.n == 0 or pred.n == 0:
+    if len(ref_geoms) == 0 or len(pred_geoms) == 0:
         return None, "overlap of the layers' extents (empty)"
-    a = shapely.total_bounds(ref.geometries)
-    b = shapely.total_bounds(pred.geometries)
+    a = shapely.total_bounds(ref_geoms)
+    b = shapely.total_bounds(pred_geoms)
     box = (max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3]))
     if box[0] >= box[2] or box[1] >= box[3]:
         return None, "overlap of the layers' extents (empty)"

@@ -3,9 +3,17 @@ in blocks into a confusion matrix (core.classmaps.confusion).
 
 Reads with GDAL (``osgeo.gdal``); never imports qgis. The reference grid is the target: every
 reference pixel takes the predicted pixel under its centre (nearest neighbour), located from
-both geotransforms and, when the CRSs differ, a pyproj transformation of the centre. Nothing is
-resampled to a file. Only reference pixels whose centre falls inside the predicted grid are
-scored; valid reference pixels outside it are counted and reported.
+both geotransforms and, when the CRSs differ, a PROJ transformation of the centre, exact at
+the corners of small cells and interpolated within ``grid_transform.TRANSFORM_ERROR_PX``
+predicted pixel in between (``classmaps.grid_transform``; longitudes wrap on a geographic
+prediction as GDAL wraps them). Nothing is resampled to a file. Only reference pixels whose
+centre falls inside the predicted grid are scored; valid reference pixels outside it are
+counted and reported.
+
+Class codes are compared at each raster's own precision (a Float32 band's 0.1 is the class
+0.1); names come from a class table file or the bands' attribute tables and category names
+as GDAL and QGIS define them (``classmaps.class_tables``). Areas are on the ground, on the
+reference CRS's ellipsoid (``classmaps.pixel_areas``), whatever the CRS.
 
 Nodata is never guessed: a band's own nodata value (and NaN in a floating-point band) is
 nodata. A reference pixel that is nodata or carries one of the ignore values (void) is left
@@ -24,9 +32,35 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyproj
 
-from . import confusion
 from ..geometry.crs import crs_label
+from ..matching.labels import class_key
 from ..util.parallel import ProgressCallback
+from ..util.wording import count_of, plural
+from . import confusion
+from .class_tables import ClassNames, band_class_names, read_class_table
+from .grid_transform import (
+    CELL_PIXELS,
+    TRANSFORM_ERROR_PX,
+    GridTransform,
+    invert_geotransform,
+    wrap_longitudes,
+)
+from .pixel_areas import PixelAreas, pixel_areas
+
+__all__ = [
+    "AGREEMENT_CODES",
+    "BLOCK_PIXELS",
+    "MAX_CLASSES",
+    "RasterBand",
+    "RasterConfusion",
+    "SOURCE_WINDOW_PIXELS",
+    "TRANSFORM_ERROR_PX",
+    "band_pixel_areas",
+    "inputs_left_untouched",
+    "open_band",
+    "raster_confusion",
+    "read_class_table",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +101,11 @@ class RasterBand:
         crs: pyproj CRS, or None when the raster has none.
         nodata: the band's nodata value, or None.
         data_type: GDAL data type name ("Byte", "UInt16", "Float32", ...).
-        class_names: {class value: name} from the band's raster attribute table or category
-            names; empty when it has neither.
+        class_names: ``class_tables.ClassNames``: the names the band's raster attribute
+            table or category names give its values (``class_names.name(value)``).
         mask: "alpha band" or "mask band" when GDAL reports one for the band other than
             its nodata value (its zero pixels are nodata, as the band's own), else None.
+        dtype: numpy dtype name of the band's pixels (class codes are compared in it).
     """
 
     path: str
@@ -81,8 +116,9 @@ class RasterBand:
     crs: pyproj.CRS | None
     nodata: float | None
     data_type: str
-    class_names: dict = field(default_factory=dict)
+    class_names: ClassNames = field(default_factory=ClassNames)
     mask: str | None = None
+    dtype: str = "float64"
 
     @property
     def rotated(self) -> bool:
@@ -109,18 +145,19 @@ def inputs_left_untouched():
     """Within the block, GDAL keeps no auxiliary ``.aux.xml`` file (PAM) for the datasets it
     opens: statistics that a reader computes (QGIS computes them to style a raster layer it
     loads), histograms or attribute tables are not written beside the input rasters. GDAL's
-    ``GDAL_PAM_ENABLED`` configuration option is set to NO and its previous value restored
-    on leaving (the option is process-wide: keep the block to reading the inputs).
+    ``GDAL_PAM_ENABLED`` configuration option is set to NO for this thread only (a
+    thread-local option: a QGIS window drawing other rasters meanwhile keeps its PAM) and
+    its previous value restored on leaving.
 
     A dataset opened inside the block stays without PAM until it is closed, even after."""
     from osgeo import gdal
 
-    previous = gdal.GetConfigOption("GDAL_PAM_ENABLED")
-    gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+    previous = gdal.GetThreadLocalConfigOption("GDAL_PAM_ENABLED", None)
+    gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", "NO")
     try:
         yield
     finally:
-        gdal.SetConfigOption("GDAL_PAM_ENABLED", previous)
+        gdal.SetThreadLocalConfigOption("GDAL_PAM_ENABLED", previous)
 
 
 def open_band(path: str, band: int, name: str) -> RasterBand:
@@ -137,10 +174,14 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     except RuntimeError as exc:
         raise ValueError(f"{name}: GDAL cannot open {path}: {exc}") from None
     if not 1 <= band <= dataset.RasterCount:
-        raise ValueError(f"{name}: band {band} does not exist ({dataset.RasterCount} bands)")
+        raise ValueError(f"{name}: band {band} does not exist "
+                         f"({count_of(dataset.RasterCount, 'band')})")
     raster_band = dataset.GetRasterBand(band)
     wkt = dataset.GetProjection()
     crs = pyproj.CRS.from_wkt(wkt) if wkt else None
+    from osgeo import gdal_array
+
+    dtype = np.dtype(gdal_array.GDALTypeCodeToNumericTypeCode(raster_band.DataType)).name
     return RasterBand(
         path=str(path),
         band=band,
@@ -150,8 +191,9 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
         crs=crs,
         nodata=raster_band.GetNoDataValue(),
         data_type=gdal.GetDataTypeName(raster_band.DataType),
-        class_names=_band_class_names(raster_band),
+        class_names=band_class_names(raster_band, dtype),
         mask=_mask_kind(raster_band.GetMaskFlags()),
+        dtype=dtype,
     )
 
 
@@ -165,79 +207,6 @@ def _mask_kind(flags: int) -> str | None:
     return "alpha band" if flags & gdal.GMF_ALPHA else "mask band"
 
 
-def _band_class_names(raster_band) -> dict:
-    """{value: name} from a raster attribute table (its Name column and its value or min/max
-    column, or its row index) or from the band's category names; {} when there are none."""
-    from osgeo import gdal
-
-    names = {}
-    rat = raster_band.GetDefaultRAT()
-    if rat is not None and rat.GetRowCount():
-        usage = [rat.GetUsageOfCol(i) for i in range(rat.GetColumnCount())]
-        name_col = usage.index(gdal.GFU_Name) if gdal.GFU_Name in usage else None
-        value_col = next(
-            (usage.index(u) for u in (gdal.GFU_MinMax, gdal.GFU_Min) if u in usage), None
-        )
-        if name_col is not None:
-            for row in range(rat.GetRowCount()):
-                value = rat.GetValueAsDouble(row, value_col) if value_col is not None else row
-                names[_plain(value)] = rat.GetValueAsString(row, name_col)
-            return {k: v for k, v in names.items() if v}
-    categories = raster_band.GetCategoryNames() or []
-    return {k: text for k, text in enumerate(categories) if text}
-
-
-def read_class_table(path: str) -> list[tuple]:
-    """(value, name) rows of a class table file.
-
-    Accepted lines: ``value,name`` (comma, semicolon or tab), a QGIS colour map export
-    (``value,r,g,b,a,label``; its ``INTERPOLATION:`` line is skipped), ``#`` comments, and a
-    header row whose first field is not a number. Values are numbers (int when integral).
-
-    Raises ValueError naming the file and line when a value is repeated, not finite (NaN,
-    infinity) or a line has a number but no usable structure, and naming the file when it is
-    not UTF-8 text.
-    """
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            lines = handle.readlines()
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"CLASS_NAMES: {path} is not UTF-8 text ({exc.reason} at byte "
-                         f"{exc.start}); save it as UTF-8") from None
-    rows, seen, header = [], set(), None
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#") or text.upper().startswith("INTERPOLATION"):
-            continue
-        separator = "\t" if "\t" in text else (";" if ";" in text else ",")
-        parts = [p.strip() for p in text.split(separator)]
-        try:
-            value = _plain(float(parts[0]))
-        except ValueError:
-            if not rows and not header:
-                header = text  # one header row; a second non-numeric row is an error
-                continue
-            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
-                             f"class value") from None
-        if not math.isfinite(value):
-            raise ValueError(f"CLASS_NAMES: {path} line {number}: {parts[0]!r} is not a "
-                             f"class value (NaN and infinity are never class codes)")
-        if len(parts) >= 5:  # value,red,green,blue,alpha[,label]
-            name = parts[5] if len(parts) > 5 else ""
-        else:
-            name = parts[1] if len(parts) > 1 else ""
-        if value in seen:
-            raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
-        seen.add(value)
-        rows.append((value, name))
-    return rows
-
-
-def _plain(value):
-    value = float(value)
-    return int(value) if value.is_integer() else value
-
-
 @dataclass
 class RasterConfusion:
     """Result of ``raster_confusion``.
@@ -245,7 +214,8 @@ class RasterConfusion:
     Attributes:
         classes: confusion.ClassTable (K classes).
         counts: int64 (K + 2, K) pixel counts, rows = prediction, columns = reference.
-        areas_m2: float64 (K + 2, K) the same in m² (CRS units² when the raster has no CRS).
+        areas_m2: float64 (K + 2, K) the same in m² on the ground (``pixel_areas``; squared
+            pixel units when the rasters have no CRS).
         alignment: JSON-ready dict: both grids, the shift, coverage counts.
         warnings: messages for the report and the log.
     """
@@ -265,6 +235,7 @@ def raster_confusion(
     agreement_path: str | None = None,
     progress: ProgressCallback | None = None,
     block_pixels: int = BLOCK_PIXELS,
+    transform_error_px: float = TRANSFORM_ERROR_PX,
 ) -> RasterConfusion:
     """Stream both rasters in blocks of reference lines into a confusion matrix.
 
@@ -280,21 +251,26 @@ def raster_confusion(
         progress: optional callable(fraction done); may raise to cancel (the agreement file
             is then removed).
         block_pixels: reference pixels per block (memory bound).
+        transform_error_px: bound of the approximate transform between the grids, in
+            predicted pixels (``grid_transform``); 0 places every pixel centre through PROJ.
 
     Returns a RasterConfusion.
 
-    Raises ValueError when exactly one raster has a CRS, the CRSs cannot be transformed, or
-    the rasters hold more than ``MAX_CLASSES`` distinct values.
+    Raises ValueError when exactly one raster has a CRS, the CRSs cannot be transformed,
+    ``transform_error_px`` is negative, two values of a class table are one number at a
+    raster's precision, or the rasters hold more than ``MAX_CLASSES`` distinct values.
     """
     if (predicted.crs is None) != (reference.crs is None):
         raise ValueError(
             "PREDICTED and REFERENCE: one raster has a CRS and the other has none; assign "
             "the missing CRS (or remove both to compare on pixel coordinates)"
         )
-    row_area_m2, area_note = cell_areas_m2(reference)
-    locate = _Locator(predicted, reference)
+    if class_table:
+        _check_distinct_at_precision([v for v, _ in class_table], (predicted, reference))
+    areas = band_pixel_areas(reference)
+    locate = _Locator(predicted, reference, transform_error_px)
     tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
-                   row_area_m2, agreement=bool(agreement_path))
+                   areas, agreement=bool(agreement_path))
 
     from osgeo import gdal
 
@@ -308,9 +284,11 @@ def raster_confusion(
     rows_per_block = max(1, block_pixels // max(reference.width, 1))
     rows_per_block = min(rows_per_block, locate.max_rows(SOURCE_WINDOW_PIXELS))
     if not locate.separable:
-        # Every pixel centre goes through PROJ (float64 coordinates, ~10 times slower):
-        # smaller blocks keep a cancel as quick and the temporaries as small.
-        rows_per_block = max(1, rows_per_block // 4)
+        # Predicted pixel coordinates of every centre (float64) are extra temporaries:
+        # half the lines, in whole cells of the approximate transform.
+        rows_per_block = max(1, rows_per_block // 2)
+        if rows_per_block > CELL_PIXELS[0]:
+            rows_per_block -= rows_per_block % CELL_PIXELS[0]
     try:
         for r0, r1, last_of_tile in _blocks(reference.height, rows_per_block,
                                             ref_band.GetBlockSize()[1]):
@@ -342,12 +320,15 @@ def raster_confusion(
     classes, warnings = tally.classes, tally.warnings
     if not class_table:
         for band in (reference, predicted):
-            for value, name in band.class_names.items():
-                k = classes.position(value)
-                if k is not None and not classes.names[k]:
-                    classes.names[k] = name
-    if area_note:
-        warnings.append(area_note)
+            for k, value in enumerate(classes.values):
+                if not classes.names[k]:
+                    classes.names[k] = band.class_names.name(value)
+    warnings.extend(_shared_names(classes))
+    for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
+        if band.class_names.note and not class_table:
+            warnings.append(f"{name}: {band.class_names.note}")
+    if areas.note:
+        warnings.append(areas.note)
     if not tally.counts.sum():
         warnings.append(_nothing_scored(tally.pixels))
     for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
@@ -356,17 +337,36 @@ def raster_confusion(
             warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
                             f"{role}")
     alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
+    alignment["pixel_area"] = areas.description
     for message in warnings:
         logger.warning(message)
     return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
 
 
+def _shared_names(classes) -> list[str]:
+    """Warnings for class values whose names are one label under the plugin's rule
+    (``matching.labels.class_key``: NFC, stripped, casefolded): raster classes are their
+    values, so those stay separate classes."""
+    by_key = {}
+    for value, name in zip(classes.values, classes.names):
+        if name:
+            by_key.setdefault(class_key(name), []).append(value)
+    return [f"the class values {', '.join(map(str, values))} have one name "
+            f"({classes.names[classes.position(values[0])]!r}, compared as labels are): "
+            f"they are scored as separate classes"
+            for values in by_key.values() if len(values) > 1]
+
+
 def _nothing_scored(pixels: dict) -> str:
     """Why no pixel was scored, from the tally's coverage counts."""
     if pixels["outside_prediction"]:
-        return (f"nothing is scored: none of the {pixels['outside_prediction']} valid "
-                f"reference pixels lies on the predicted raster (the rasters do not overlap)")
-    return (f"nothing is scored: all {pixels['reference_void']} reference pixels are nodata "
+        n = pixels["outside_prediction"]
+        return (f"nothing is scored: {'the' if n == 1 else 'none of the'} "
+                f"{count_of(n, 'valid reference pixel')} {'does not lie' if n == 1 else 'lies'} "
+                f"on the predicted raster (the rasters do not overlap)")
+    n = pixels["reference_void"]
+    return (f"nothing is scored: {'the' if n == 1 else 'all'} "
+            f"{count_of(n, 'reference pixel')} {plural(n, 'is', 'are')} nodata "
             f"or void (IGNORE_VALUES)")
 
 
@@ -396,7 +396,8 @@ def _blocks(height: int, rows_per_block: int, tile_rows: int):
 class _Tally:
     """The confusion matrix of the blocks seen so far, and the coverage counts."""
 
-    def __init__(self, predicted, reference, ignore, class_table, row_area_m2, agreement):
+    def __init__(self, predicted, reference, ignore, class_table, areas: PixelAreas,
+                 agreement):
         self.predicted, self.reference, self.ignore = predicted, reference, ignore
         self.agreement = agreement
         if class_table:
@@ -406,11 +407,9 @@ class _Tally:
             self.classes = confusion.ClassTable()
         self.counts = confusion.new_matrix(self.classes.k)
         self.areas = confusion.new_matrix(self.classes.k, np.float64)
-        self.row_area_m2 = row_area_m2
-        # Equal cells (a projected CRS): areas are counts times one cell, no weighted pass.
-        self.uniform_area = (
-            bool(np.all(row_area_m2 == row_area_m2[0])) if len(row_area_m2) else True
-        )
+        self.pixel_areas = areas
+        # Equal cells (an equal-area CRS): areas are counts times one cell, no weighted pass.
+        self.uniform_area = areas.uniform
         self.pixels = {"reference_void": 0, "outside_prediction": 0, "no_prediction": 0,
                        "other": 0}
         self.warnings = []
@@ -422,6 +421,11 @@ class _Tally:
         bands' values of both (0: nodata), of the same shape. Returns the block's
         agreement codes (``AGREEMENT_CODES``), uint8 of the same shape, when the tally was made
         with ``agreement=True`` (else None)."""
+        if (ref.dtype == np.uint8 and pred.dtype == np.uint8 and ref_mask is None
+                and pred_mask is None and not self.agreement and self.uniform_area
+                and inside.all()):
+            self._add_histogram(ref, pred)
+            return None
         valid = _valid(ref, self.reference.nodata, self.ignore)
         if ref_mask is not None:
             valid &= ref_mask != 0
@@ -437,7 +441,7 @@ class _Tally:
             pred_ok &= (pred_mask.reshape(-1) if everything else pred_mask[scored]) != 0
         all_ok = bool(pred_ok.all())
         pred_codes_ok = pred_codes if all_ok else pred_codes[pred_ok]
-        is_void = np.isin(pred_codes_ok, self.ignore) if self.ignore else None
+        is_void = _among(pred_codes_ok, self.ignore) if self.ignore else None
         looked_up = self._positions(pred_codes_ok, from_reference=False, void=is_void)
         k = self.classes.k
         unknown = looked_up < 0
@@ -455,7 +459,8 @@ class _Tally:
         confusion.accumulate(self.counts, pred_index, ref_index)
         weights = None
         if not self.uniform_area:
-            weights = np.broadcast_to(self.row_area_m2[r0:r1, None], ref.shape)[scored]
+            weights = np.broadcast_to(
+                self.pixel_areas.block(r0, r1, self.reference.width), ref.shape)[scored]
             confusion.accumulate(self.areas, pred_index, ref_index, weights)
         if unknown.any():
             ok_ref = ref_index if all_ok else ref_index[pred_ok]
@@ -467,6 +472,49 @@ class _Tally:
         if not self.agreement:
             return None
         return _agreement_codes(ref.shape, valid, inside, scored, pred_index, ref_index, k)
+
+    def _add_histogram(self, ref: np.ndarray, pred: np.ndarray) -> None:
+        """``add`` for two Byte blocks wholly on the predicted grid, without masks, agreement
+        raster or varying pixel areas: one histogram of the 256 × 256 (predicted, reference)
+        code pairs, then the same rules as ``add`` applied to the codes instead of the
+        pixels (same classes in the same order, same counts)."""
+        key = (pred.astype(np.uint16) << 8) | ref
+        hist = np.bincount(key.reshape(-1), minlength=1 << 16).reshape(256, 256)
+        del key
+        ref_totals = hist.sum(axis=0)
+        codes = np.arange(256, dtype=np.uint8)
+        valid = _valid(codes, self.reference.nodata, self.ignore)
+        self.pixels["reference_void"] += int(ref_totals[~valid].sum())
+        ref_codes = codes[valid & (ref_totals > 0)]
+        if not len(ref_codes):
+            return
+        ref_index = self._positions(ref_codes, from_reference=True)
+        sub = hist[:, ref_codes]  # (256 predicted codes, reference codes present)
+        pred_codes = codes[sub.sum(axis=1) > 0]
+        pred_ok = _valid(pred_codes, self.predicted.nodata, ())
+        ok_codes = pred_codes[pred_ok]
+        is_void = _among(ok_codes, self.ignore) if self.ignore else None
+        looked_up = self._positions(ok_codes, from_reference=False, void=is_void)
+        k = self.classes.k
+        unknown = looked_up < 0
+        looked_up[unknown] = k  # OTHER: not a class
+        if is_void is not None:
+            looked_up[is_void] = k
+            unknown &= ~is_void
+        rows = np.full(len(pred_codes), k + 1, dtype=np.int64)  # NO_PREDICTION
+        rows[pred_ok] = looked_up
+        self.counts = confusion.grow(self.counts, k)
+        self.areas = confusion.grow(self.areas, k)
+        block = sub[pred_codes]
+        np.add.at(self.counts, (rows[:, None], ref_index[None, :].astype(np.int64)), block)
+        for code, counts in zip(ok_codes[unknown].tolist(), block[pred_ok][unknown]):
+            per_column = np.bincount(ref_index, weights=counts, minlength=k).astype(np.int64)
+            old = self.other_by_code.get(code)
+            if old is not None:
+                per_column[: len(old[0])] += old[0]
+            self.other_by_code[code] = (per_column, None)
+        self.pixels["no_prediction"] += int(block[~pred_ok].sum())
+        self.pixels["other"] += int(block[rows == k].sum())
 
     def _remember_other(self, codes, ref_index, weights) -> None:
         """Keep, per predicted code counted as OTHER, its pixels (and m²) per reference
@@ -526,8 +574,7 @@ class _Tally:
 
     def areas_m2(self) -> np.ndarray:
         if self.uniform_area:
-            cell = float(self.row_area_m2[0]) if len(self.row_area_m2) else 0.0
-            return self.counts * cell
+            return self.counts * float(self.pixel_areas.uniform_m2)
         return self.areas
 
 
@@ -543,42 +590,68 @@ def _agreement_codes(shape, valid, inside, scored, pred_index, ref_index, k) -> 
 
 
 def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
-    """Pixels that are neither nodata (the band's value, or NaN) nor one of ``ignore``."""
+    """Pixels that are neither nodata (the band's value, or NaN) nor one of ``ignore``
+    (compared at the values' precision)."""
     valid = np.ones(values.shape, dtype=bool)
     if values.dtype.kind == "f":
         valid &= ~np.isnan(values)
     if nodata is not None and not (isinstance(nodata, float) and math.isnan(nodata)):
-        valid &= values != nodata
+        valid &= values != _at_precision(nodata, values.dtype)
     for value in ignore:
-        valid &= values != value
+        valid &= values != _at_precision(value, values.dtype)
     return valid
+
+
+def _at_precision(number, dtype):
+    """``number`` as a float array of ``dtype`` stores it (a Float32 band's 0.1); other
+    dtypes compare with the number itself."""
+    return dtype.type(number) if dtype.kind == "f" else number
+
+
+def _among(values: np.ndarray, numbers) -> np.ndarray:
+    """``np.isin`` of ``values`` in ``numbers``, compared at the values' precision."""
+    if values.dtype.kind == "f":
+        return np.isin(values, np.asarray(numbers, dtype=values.dtype))
+    return np.isin(values, numbers)
+
+
+def _check_distinct_at_precision(values, bands) -> None:
+    """Raise ValueError (naming CLASS_NAMES) when two class table values are one number at
+    the precision of a floating-point band."""
+    for band in bands:
+        dtype = np.dtype(band.dtype)
+        if dtype.kind != "f" or dtype.itemsize >= 8:
+            continue
+        seen = {}
+        for value in values:
+            stored = dtype.type(value)
+            if stored in seen and seen[stored] != value:
+                raise ValueError(
+                    f"CLASS_NAMES: the values {seen[stored]} and {value} are one number in "
+                    f"{band.data_type} ({float(stored)!r}, band {band.band} of {band.path}): "
+                    f"give each class one value")
+            seen[stored] = value
 
 
 class _Locator:
     """Which predicted pixel lies under each reference pixel centre, and reading it."""
 
-    def __init__(self, predicted: RasterBand, reference: RasterBand):
+    def __init__(self, predicted: RasterBand, reference: RasterBand,
+                 transform_error_px: float = TRANSFORM_ERROR_PX):
         self.predicted, self.reference = predicted, reference
-        self.inverse = _invert(predicted.geotransform)
-        self.transformer = None
-        if reference.crs is not None and reference.crs != predicted.crs:
-            try:
-                self.transformer = pyproj.Transformer.from_crs(
-                    reference.crs, predicted.crs, always_xy=True
-                )
-            except pyproj.exceptions.ProjError as exc:
-                raise ValueError(
-                    f"the reference CRS {crs_label(reference.crs)} cannot be transformed to "
-                    f"the predicted CRS {crs_label(predicted.crs)}: {exc}"
-                ) from None
+        self.grid = GridTransform(reference, predicted, transform_error_px)
+        self.transformer = self.grid.transformer
+        self.inverse = self.grid.inverse
         #: Columns and rows separate: each predicted column depends on the reference column
         #: only, each predicted row on the reference row only.
         self.separable = (
             self.transformer is None and not predicted.rotated and not reference.rotated
         )
+        self._block = None  # (r0, r1, rows, columns, inside) of the last block placed
         if self.separable:
             gt = reference.geotransform
-            x = gt[0] + (np.arange(reference.width) + 0.5) * gt[1]
+            x = wrap_longitudes(gt[0] + (np.arange(reference.width) + 0.5) * gt[1],
+                                self.grid.wrap)
             self.columns = np.floor(self.inverse[0] + x * self.inverse[1]).astype(np.int64)
             self.column_ok = (self.columns >= 0) & (self.columns < predicted.width)
             self.columns_step_one = bool(np.all(np.diff(self.columns[self.column_ok]) == 1))
@@ -596,31 +669,19 @@ class _Locator:
     def read(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
         """The predicted values under reference lines r0..r1 (all columns) and a mask of the
         pixels whose centre lies on the predicted grid (values elsewhere are 0)."""
-        ref = self.reference
-        shape = (r1 - r0, ref.width)
+        shape = (r1 - r0, self.reference.width)
         if self.separable:
             return self._read_separable(band, r0, r1)
-        cc, rr = np.meshgrid(np.arange(ref.width) + 0.5, np.arange(r0, r1) + 0.5)
-        gt = ref.geotransform
-        x = gt[0] + cc * gt[1] + rr * gt[2]
-        y = gt[3] + cc * gt[4] + rr * gt[5]
-        del cc, rr
-        if self.transformer is not None:
-            x, y = self.transformer.transform(x, y, errcheck=False)
-        inv = self.inverse
-        with np.errstate(invalid="ignore"):
-            cols = np.floor(inv[0] + x * inv[1] + y * inv[2])
-            rows = np.floor(inv[3] + x * inv[4] + y * inv[5])
-        bad = ~(np.isfinite(cols) & np.isfinite(rows))
-        cols = np.where(bad, -1, cols).astype(np.int64)
-        rows = np.where(bad, -1, rows).astype(np.int64)
-        pred = self.predicted
-        inside = (cols >= 0) & (cols < pred.width) & (rows >= 0) & (rows < pred.height)
+        r_in, c_in, inside, everywhere = self._place(r0, r1)
         if not inside.any():
             return np.zeros(shape, dtype=np.uint8), inside
-        c_in, r_in = cols[inside], rows[inside]
-        del cols, rows
         c0, c1, q0, q1 = int(c_in.min()), int(c_in.max()) + 1, int(r_in.min()), int(r_in.max()) + 1
+        if everywhere and (c1 - c0) * (q1 - q0) <= SOURCE_WINDOW_PIXELS:
+            # Every centre on the grid (the common case): one window, one flat gather.
+            window = band.ReadAsArray(c0, q0, c1 - c0, q1 - q0)
+            flat = (r_in - q0) * (c1 - c0) + (c_in - c0)
+            return np.take(window.reshape(-1), flat), inside
+        r_in, c_in = r_in.reshape(-1), c_in.reshape(-1)
         # The window round the block's footprint, read in strips of at most
         # SOURCE_WINDOW_PIXELS (a much finer or rotated prediction has a large footprint).
         strip = max(1, SOURCE_WINDOW_PIXELS // (c1 - c0))
@@ -637,6 +698,26 @@ class _Locator:
         values[inside] = picked
         return values, inside
 
+    def _place(self, r0: int, r1: int):
+        """(predicted rows, predicted columns of the pixels inside (int32, of the block's
+        shape when every pixel is inside), inside mask (r1 - r0, width), every pixel
+        inside) of reference lines r0..r1; the last block's are kept for its mask band."""
+        if self._block is not None and self._block[:2] == (r0, r1):
+            return self._block[2:]
+        pc, pr = self.grid.block(r0, r1)
+        pred = self.predicted
+        with np.errstate(invalid="ignore"):
+            # NaN (no place) compares False: outside.
+            inside = (pc >= 0) & (pc < pred.width) & (pr >= 0) & (pr < pred.height)
+            # Truncation is ⌊x⌋ for the coordinates inside (x ≥ 0); the others are dropped.
+            cols, rows = pc.astype(np.int32), pr.astype(np.int32)
+        del pc, pr
+        everywhere = bool(inside.all())
+        if not everywhere:
+            rows, cols = rows[inside], cols[inside]
+        self._block = (r0, r1, rows, cols, inside, everywhere)
+        return rows, cols, inside, everywhere
+
     def _read_separable(self, band, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
         """``read`` when predicted rows and columns depend on reference rows and columns
         alone: one window, indexed by a row and a column vector (no copy when both step by
@@ -647,7 +728,10 @@ class _Locator:
         rows = np.floor(self.inverse[3] + y * self.inverse[5]).astype(np.int64)
         row_ok = (rows >= 0) & (rows < pred.height)
         col_ok = self.column_ok
-        inside = np.outer(row_ok, col_ok)
+        if row_ok.all() and col_ok.all():
+            inside = np.broadcast_to(True, shape)  # read-only: nothing writes to it
+        else:
+            inside = np.outer(row_ok, col_ok)
         if not row_ok.any() or not col_ok.any():
             return np.zeros(shape, dtype=np.uint8), inside
         rows, cols = rows[row_ok], self.columns[col_ok]
@@ -662,55 +746,9 @@ class _Locator:
         return values, inside
 
 
-def _invert(gt) -> tuple:
-    """GDAL's inverse geotransform: (col0, dcol/dx, dcol/dy, row0, drow/dx, drow/dy)."""
-    det = gt[1] * gt[5] - gt[2] * gt[4]
-    if det == 0:
-        raise ValueError("a raster's geotransform is degenerate (zero pixel size)")
-    a, b, c, d = gt[5] / det, -gt[2] / det, -gt[4] / det, gt[1] / det
-    return (-(a * gt[0] + b * gt[3]), a, b, -(c * gt[0] + d * gt[3]), c, d)
-
-
-def cell_areas_m2(band: RasterBand) -> tuple[np.ndarray, str]:
-    """Area of one pixel of each row, float array (height,), and a note for the report ("" if
-    none).
-
-    Geographic CRS: the exact area on the CRS's ellipsoid of the cell bounded by two
-    parallels and two meridians (authalic-latitude formula, Snyder 1987, "Map Projections: A
-    Working Manual", USGS PP 1395, eqs. 3-12 and p. 77): (a² Δλ / 2) (q(φ₂) - q(φ₁)). Projected
-    CRS: |det(geotransform)| in m² of the projection plane (not corrected for its scale
-    factor). No CRS: in pixel units², with a note.
-    """
-    gt, height = band.geotransform, band.height
-    det = abs(gt[1] * gt[5] - gt[2] * gt[4])
-    crs = band.crs
-    if crs is None:
-        return np.full(height, det), (
-            "the rasters have no CRS: areas are in squared pixel units, not m²"
-        )
-    if crs.is_geographic:
-        ellipsoid = crs.ellipsoid
-        a, inv_f = ellipsoid.semi_major_metre, ellipsoid.inverse_flattening
-        e2 = 0.0 if not inv_f else (2 - 1 / inv_f) / inv_f
-        radians = crs.axis_info[0].unit_conversion_factor
-        lat_edges = (gt[3] + np.arange(height + 1) * gt[5]) * radians
-        q = _authalic_q(np.clip(lat_edges, -math.pi / 2, math.pi / 2), e2)
-        areas = a * a * abs(gt[1] * radians) / 2 * np.abs(np.diff(q))
-        note = "" if not band.rotated else (
-            "the reference raster is rotated in a geographic CRS: cell areas ignore the rotation"
-        )
-        return areas, note
-    factor = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
-    return np.full(height, det * factor * factor), ""
-
-
-def _authalic_q(phi: np.ndarray, e2: float) -> np.ndarray:
-    """Snyder's q(φ) (eq. 3-12): the sphere's 2 sin φ when e = 0."""
-    s = np.sin(phi)
-    if e2 == 0:
-        return 2 * s
-    e = math.sqrt(e2)
-    return (1 - e2) * (s / (1 - e2 * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
+def band_pixel_areas(band: RasterBand) -> PixelAreas:
+    """The ground area of every pixel of ``band``'s grid (``pixel_areas.pixel_areas``)."""
+    return pixel_areas(band.geotransform, band.width, band.height, band.crs, band.rotated)
 
 
 def _driver_for(path: str):
@@ -770,7 +808,7 @@ def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
     if locate.transformer is not None:
         back = pyproj.Transformer.from_crs(predicted.crs, reference.crs, always_xy=True)
         origin = back.transform(*origin)
-    inv = _invert(ref_gt)
+    inv = invert_geotransform(ref_gt)
     col = inv[0] + origin[0] * inv[1] + origin[1] * inv[2]
     row = inv[3] + origin[0] * inv[4] + origin[1] * inv[5]
     shift = [round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
@@ -798,4 +836,8 @@ def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
         "no_prediction_pixels": tally["no_prediction"],
         "share_no_prediction": tally["no_prediction"] / scored if scored else None,
         "other_pixels": tally["other"],
+        "transform": locate.grid.describe() if not locate.separable else {
+            "method": "geotransforms only (one CRS, north-up grids)",
+            "longitude_wrap": None if locate.grid.wrap is None else list(locate.grid.wrap[:2]),
+        },
     }

@@ -56,6 +56,7 @@ from ..matching.summary import (
 from ..pairs.overlap import OverlapPairs, overlap_pairs, settle
 from ..geometry.prepare import PreparedLayer, geometry_array, prepare_layer
 from ..util.progress import Progress
+from ..util.wording import count_of, plural
 from ..matching.threshold_sweep import SWEEP_THRESHOLDS, threshold_sweep
 from ..boundary.tolerance import tolerance_lengths_in_utm
 
@@ -863,12 +864,15 @@ def _data_warnings(ref, ignore, pred, ea_crs) -> list[str]:
                 f"{_DROP_WORDS.get(k, k.replace('_', ' '))} {v:,}" for k, v in dropped.items() if v
             )
             messages.append(
-                f"{n_dropped:,} of {n_input:,} {name} rows were not evaluated: {reasons}"
+                f"{n_dropped:,} of {count_of(n_input, f'{name} row', thousands=True)} "
+                f"{plural(n_dropped, 'was', 'were')} not evaluated: {reasons}"
             )
         n_repaired = sum(layer.n_repaired for layer in layers)
         if n_repaired:
+            repaired = count_of(n_repaired, f"invalid {name} geometry",
+                                f"invalid {name} geometries", thousands=True)
             messages.append(
-                f"{n_repaired:,} invalid {name} geometries were repaired (make_valid, keeping "
+                f"{repaired} {plural(n_repaired, 'was', 'were')} repaired (make_valid, keeping "
                 "their polygonal parts) and evaluated"
             )
     if ea_crs is None and ref.n + pred.n:

@@ -42,7 +42,7 @@ from .densify import Projector, densify_adaptive
 from .exact_area import LonLatArea, polygons_with_rows
 from ..util.parallel import ProgressCallback, run_chunks, split_weighted
 from .segments import group_starts
-from ..util.wording import count_of
+from ..util.wording import count_of, plural
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +225,8 @@ def prepare_layer(
     if layer.n_dropped:
         counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
         logger.warning(
-            "%d of %d %s rows are not evaluated (%s)", layer.n_dropped, n_input, name, counts
+            "%d of %s %s not evaluated (%s)", layer.n_dropped, count_of(n_input, f"{name} row"),
+            plural(layer.n_dropped, "is", "are"), counts
         )
     if layer.n_repaired:
         logger.warning(
@@ -493,7 +494,8 @@ def unwrap_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarr
     if len(rows) == 0:
         return out
     out[rows] = _unwrap_polygons(out[rows], half_turn)
-    logger.debug("%d polygons cross the antimeridian", len(rows))
+    logger.debug("%s the antimeridian", count_of(len(rows), "polygon crosses",
+                                                  "polygons cross"))
     return out
 
 

@@ -37,6 +37,7 @@ from .grouping import (  # noqa: F401
 from .labels import (  # noqa: F401
     MISSING,
     class_key,
+    label_text,
     normalise_labels,
     is_true,
     ancestors_from_taxonomy,
@@ -78,6 +79,7 @@ __all__ = [
     "bootstrap_weights",
     "check_size_edges",
     "class_key",
+    "label_text",
     "compatible_classes",
     "detection_scores",
     "f1_score",

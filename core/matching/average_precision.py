@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import shapely
 
-from .labels import MISSING
+from .labels import MISSING, class_key
 from .rules import IOU_RTOL
 from ..pairs.overlap import intersection_area
 
@@ -579,8 +579,8 @@ def _array(values, n, name):
 
 
 def _label_key(value):
-    """Normalised label: strings stripped and casefolded (labels.class_key's rule), NaN, None
-    and blank text as None, NumPy scalars unwrapped."""
+    """Normalised label: strings by labels.class_key's rule (NFC, stripped, casefolded), NaN,
+    None and blank text as None, NumPy scalars unwrapped."""
     if value is None:
         return None
     if isinstance(value, np.generic):
@@ -588,7 +588,7 @@ def _label_key(value):
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, str):
-        return value.strip().casefold() or None
+        return class_key(value) or None
     return value
 
 

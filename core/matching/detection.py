@@ -13,8 +13,10 @@ GroundSet's F1 / precision / recall at the IoU threshold, mIoU and true negative
   child class answers for its parent); predictions on ignore regions are neither TP nor FP.
   Empty denominators give 0, as in the seed's recipe (so two empty layers score F1 0 here,
   where the main metrics use the agribound convention of 1).
-  ``groundset_miou`` = mean over references of the best candidate IoU, a reference without
-  any candidate counting 0. ``count_tn`` (with groups only) = groups (images) with neither an
+  ``groundset_miou`` = Σ best candidate IoU / count of references: every reference counts the
+  best IoU of any candidate prediction, matched or not (a false negative that a prediction
+  overlaps partly counts that IoU); only a reference that no candidate overlaps counts 0.
+  ``count_tn`` (with groups only) = groups (images) with neither an
   evaluated reference nor a counted prediction: a group value that appears in either layer
   only on rows without a usable geometry (an answer "none" stored as a null geometry, say) or
   on ignore regions. Rows without a group value are not a group.

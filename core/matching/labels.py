@@ -4,12 +4,17 @@ Groups (image or tile ids) restrict matching to the same group. Classes follow G
 taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
 whose class equals its own or is an ancestor of it ("a valid child class answers a query for
 its parent"). Class names follow one rule everywhere (matching, per-class counts, average
-precision, the taxonomy): surrounding spaces stripped, then Unicode caseless matching
-(``str.casefold``: "STRASSE" and "straße" are one class). The missing class (None, NaN,
-NULL, blank text) is ``MISSING`` = "", which no real class can be after stripping.
+precision, the taxonomy, polygon and raster class maps): Unicode normalisation form C
+(NFC: "Forêt" typed as one character or as "e" and a combining accent is one class), then
+surrounding spaces stripped, then Unicode caseless matching (``str.casefold``: "STRASSE" and
+"straße" are one class). Group labels take the same rule without the casefold. The missing
+class (None, NaN, NULL, blank text) is ``MISSING`` = "", which no real class can be after
+stripping.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import numpy as np
 
@@ -20,31 +25,34 @@ from ..util.checks import is_missing
 MISSING = ""
 
 
-def class_key(value) -> str:
-    """The one normalised form of a class label: text stripped and casefolded; numbers as
-    text (12, 12.0 and "12" are "12"); missing values (None, NaN, NULL, blank) ``MISSING``."""
+def label_text(value, *, casefold: bool) -> str:
+    """The one normalised form of a label: numbers as text (12, 12.0 and "12" are "12"),
+    then NFC, then stripped, then (``casefold``) casefolded; missing values (None, NaN,
+    NULL, blank) ``MISSING``."""
     if is_missing(value):
         return MISSING
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)  # 12.0, np.float32(12) -> "12"
-    return str(value).strip().casefold()
+    text = unicodedata.normalize("NFC", str(value)).strip()
+    return text.casefold() if casefold else text
+
+
+def class_key(value) -> str:
+    """The one normalised form of a class label (``label_text`` with the casefold): NFC,
+    stripped, casefolded; numbers as text; missing values ``MISSING``."""
+    return label_text(value, casefold=True)
 
 
 def normalise_labels(values, *, case_insensitive: bool) -> np.ndarray:
     """Object array of text labels: 12, 12.0 and "12" become "12"; None/NaN/NULL become "".
 
-    ``values``: sequence, shape (n,). Labels are stripped; class names (``case_insensitive``)
-    are also casefolded (``class_key``). Blank text is missing, like None.
+    ``values``: sequence, shape (n,). Labels are NFC-normalised and stripped; class names
+    (``case_insensitive``) are also casefolded (``class_key``). Blank text is missing, like
+    None.
     """
     out = np.empty(len(values), dtype=object)
     for k, value in enumerate(values):
-        if is_missing(value):
-            out[k] = MISSING
-            continue
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
-        text = str(value).strip()
-        out[k] = text.casefold() if case_insensitive else text
+        out[k] = label_text(value, casefold=case_insensitive)
     return out
 
 

@@ -11,6 +11,7 @@ import shapely
 
 from .bounds import SupportingLines, bounded_slivers, overlap_shown
 from ..util.parallel import ProgressCallback, run_chunks, split, split_weighted
+from ..util.wording import count_of, plural
 
 logger = logging.getLogger(__name__)
 
@@ -344,7 +345,8 @@ def _chunk_area(a: np.ndarray, b: np.ndarray, area: AreaFunction) -> np.ndarray:
             logger.warning("an intersection failed and is scored as no overlap: %s", exc)
             out[k] = 0.0
     if n_snapped:
-        logger.warning("%d intersections were computed on a precision grid", n_snapped)
+        logger.warning("%s %s computed on a precision grid",
+                       count_of(n_snapped, "intersection"), plural(n_snapped, "was", "were"))
     return out
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..classmaps import confusion
 from . import figures
+from ..util.wording import count_of, plural
 from .html import Alert, Definition, Section, render_report
 
 #: Matrices larger than this many classes are drawn without numbers in the cells.
@@ -96,7 +97,8 @@ def render_class_map_html(report: dict, *, title: str, algorithm_id: str) -> str
     ]
     n_mean = report["conventions"]["n_classes_in_mean"]
     summary = (
-        f"Mean IoU {_text(report['miou'])} over {n_mean} of {len(columns)} classes present "
+        f"Mean IoU {_text(report['miou'])} over {n_mean} of "
+        f"{count_of(len(columns), 'class', 'classes')} present "
         f"in either map; pixel accuracy {_text(report['pixel_accuracy'])}, frequency-weighted "
         f"IoU {_text(report['fwiou'])}."
     )
@@ -104,8 +106,8 @@ def render_class_map_html(report: dict, *, title: str, algorithm_id: str) -> str
     absent_both = [c for c in report["absent_classes"] if c["status"] == "absent from both"]
     if absent_both:
         n = len(absent_both)
-        alerts.append(Alert(f"{n} class{'es are' if n > 1 else ' is'} absent from both maps "
-                            f"and left out of the mean", "info"))
+        alerts.append(Alert(f"{count_of(n, 'class', 'classes')} {plural(n, 'is', 'are')} "
+                            f"absent from both maps and left out of the mean", "info"))
     share = report["alignment"].get("share_reference_outside_prediction")
     if share:
         alerts.append(Alert(f"{100 * share:.1f} % of the valid reference is not covered by the "

@@ -1,5 +1,5 @@
 """Definitions of every key of ioueval:evaluatepolygons' JSON report: what it means, its
-formula and the source of the definition (shown in the HTML report's "Definitions")."""
+formula and the source of the definition (shown in the HTML report's appendix)."""
 
 from __future__ import annotations
 
@@ -232,7 +232,8 @@ _ROWS = (
     ("groundset_count_fn", "GroundSet false negatives: references not claimed.", "",
      GROUNDSET),
     ("groundset_miou", "Mean over reference fields of the best IoU of a candidate "
-     "prediction; a missed reference counts 0.", "Σ max IoU / count_reference", GROUNDSET),
+     "prediction, matched or not: a missed reference (false negative) counts its best IoU, "
+     "0 only when no candidate overlaps it.", "Σ max IoU / count_reference", GROUNDSET),
     ("count_tn", "True negatives (with group fields): groups (images) with neither an "
      "evaluated reference nor a counted prediction, e.g. a group whose rows all have null "
      "geometries (an answer of nothing where nothing exists).", "", GROUNDSET),
@@ -252,8 +253,9 @@ _ROWS = (
     ("count_predicted_clipped", "Predicted rows cut at the study area's outline (clip).",
      "", PLUGIN),
     # --- the rest of the report -----------------------------------------------------------
-    ("worst_reference_fields", "The 12 reference fields with the lowest best IoU (ties: "
-     "larger first): id, best IoU, area, predictions overlapping.", "", PLUGIN),
+    ("worst_reference_fields", "Up to 12 reference fields with the lowest best IoU (ties: "
+     "larger first), leaving out those whose best IoU shows as 1.00 (at least 0.995): id, "
+     "best IoU, matched IoU, area, predictions overlapping.", "", PLUGIN),
     ("outcome_areas_ha", "Areas of the outcomes, in ha: tp_reference (matched reference "
      "fields), tp_predicted (matched predictions), fp (unmatched predictions, without those "
      "on ignore regions), fn (unmatched reference fields).", "Σ|·| / 10⁴ in the equal-area CRS",

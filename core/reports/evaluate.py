@@ -20,6 +20,27 @@ ALGORITHM_ID = "ioueval:evaluatepolygons"
 TITLE = "Evaluate polygons (IoU matching)"
 #: Reference fields drawn as small maps in "Where it fails".
 N_WORST = 12
+#: A best IoU at or above this shows as 1.00 (two decimals): such a field is never listed
+#: among the worst, however few fields the layer has.
+SHOWN_AS_ONE = 0.995
+#: Neighbouring reference fields drawn in one small map at most (the nearest first).
+MAX_NEIGHBOURS = 200
+#: The small maps' styles: reference field, its neighbours, matched and unmatched
+#: predictions. A false positive is hatched without fill, so where it lies over a true
+#: positive the blue stays blue (no blended colour) and the hatching shows through.
+WORST_STYLES = {
+    "reference": {"facecolor": "none", "edgecolor": figures.COLORS["reference"],
+                  "linewidth": 1.4},
+    "neighbour": {"facecolor": "none", "edgecolor": "#8c8c8c", "linewidth": 0.7},
+    "tp": {"facecolor": (0.0, 0.447, 0.698, 0.4), "edgecolor": figures.COLORS["tp"],
+           "linewidth": 0.8},
+    # hatch lines take the edge colour: darker than the orange of the layer style, so they
+    # show on white and on blue
+    "fp": {"facecolor": "none", "edgecolor": "#8c5a00", "linewidth": 0.9, "hatch": "////"},
+}
+#: The legend above the small maps: (label, style key).
+WORST_LEGEND = (("reference field", "reference"), ("other reference fields", "neighbour"),
+                ("matched prediction (TP)", "tp"), ("unmatched prediction (FP)", "fp"))
 
 #: The headline cards: (key, label, one-line meaning, card class).
 HEADLINE = (
@@ -46,7 +67,8 @@ def report_extras(evaluation: Evaluation, reference_ids=None, n_worst: int = N_W
         reference_ids: id of each input reference row (list (n_reference_input,)), e.g. the
             id field's values; None: the input position.
     Returns {"worst_reference_fields": [{"id", "best_iou", "iou", "area_ha",
-    "n_overlapping_pred"}] (lowest best IoU first, ties larger area first),
+    "n_overlapping_pred"}] (up to ``n_worst``, lowest best IoU first, ties larger area
+    first; a field whose best IoU shows as 1.00, at least ``SHOWN_AS_ONE``, is not listed),
     "outcome_areas_ha": {"tp_reference", "tp_predicted", "fp", "fn"}}.
     """
     r, p = evaluation.per_reference, evaluation.per_predicted
@@ -141,10 +163,13 @@ def worst_panel_title(identifier, best_iou: float, width: int = 22) -> str:
 
 
 def _worst_rows(evaluation: Evaluation, n: int) -> np.ndarray:
+    """Evaluated reference rows of the worst fields: lowest best IoU first (ties: larger
+    area first), at most ``n``, none whose best IoU shows as 1.00."""
     r = evaluation.per_reference
     best = np.asarray(r["best_iou"], dtype=float)
     area = np.asarray(r["area_m2"], dtype=float)
-    return np.lexsort((-area, best))[:n]
+    order = np.lexsort((-area, best))
+    return order[~(best[order] >= SHOWN_AS_ONE)][:n]
 
 
 def _iou_context(metrics: dict, evaluation: Evaluation) -> dict:
@@ -204,21 +229,24 @@ def _failure_context(report: dict, evaluation: Evaluation, units: dict) -> dict:
         context["worst_map"] = figures.polygon_panels(
             _worst_panels(evaluation, worst), ncols=4, panel_in=1.75,
             scale_unit=units["length"],
+            legend=[(label, WORST_STYLES[key]) for label, key in WORST_LEGEND],
         )
+    context["n_worst_max"] = N_WORST
     return context
 
 
 def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
-    """Small maps of the worst reference fields: the field's outline (black), the
-    predictions overlapping it filled as in the TP (blue) and FP (orange) layers, each field
-    in its own UTM zone (metres), or in planar units."""
-    from matplotlib.colors import to_rgba
-
+    """Small maps of the worst reference fields: the field's outline (black), the other
+    reference fields in the map (grey outlines, at most ``MAX_NEIGHBOURS``, the nearest
+    first), the predictions overlapping it as in the TP (blue fill) and FP (orange
+    hatching) layers (``WORST_STYLES``), each field in its own UTM zone (metres), or in
+    planar units."""
     rows = _worst_rows(evaluation, len(worst))
     ref, pred = evaluation.reference, evaluation.predicted
     pairs = evaluation.pairs
     matched_pred = np.asarray(evaluation.per_predicted["matched"], dtype=bool)
     zones = evaluation.per_reference.get("utm_epsg")
+    tree = shapely.STRtree(ref.source)
     panels = []
     for entry, k in zip(worst, rows.tolist()):
         others = pairs.predicted[pairs.reference == k] if pairs is not None else np.zeros(0, int)
@@ -228,6 +256,9 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
         if epsg:
             field = _to_crs(field, ref.crs, epsg)
             predicted = np.array([_to_crs(g, pred.crs, epsg) for g in predicted], dtype=object)
+        square = figures.panel_square(shapely.total_bounds(
+            np.r_[np.array([field], dtype=object), predicted]))
+        neighbours = _neighbours(tree, ref, k, square, epsg)
         # Drawn on a panel under 2 inches wide: detail below a thousandth of its extent is
         # below a pixel, and a staircase outline of a million vertices would cost seconds
         # and hundreds of MB to draw.
@@ -236,15 +267,12 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
         if np.isfinite(detail) and detail > 0:
             field = _drawn(np.array([field], dtype=object), detail)[0]
             predicted = _drawn(predicted, detail)
+            neighbours = _drawn(neighbours, detail)
         layers = [
-            (predicted[matched_pred[others]],
-             {"facecolor": to_rgba(figures.COLORS["tp"], 0.4), "edgecolor": figures.COLORS["tp"],
-              "linewidth": 0.8}),
-            (predicted[~matched_pred[others]],
-             # hatch lines take the edge colour: darker than the fill, so they show
-             {"facecolor": to_rgba(figures.COLORS["fp"], 0.35), "edgecolor": "#8c5a00",
-              "linewidth": 0.8, "hatch": "////"}),
-            ([field], {"facecolor": "none", "edgecolor": "black", "linewidth": 1.4}),
+            (neighbours, WORST_STYLES["neighbour"]),
+            (predicted[matched_pred[others]], WORST_STYLES["tp"]),
+            (predicted[~matched_pred[others]], WORST_STYLES["fp"]),
+            ([field], WORST_STYLES["reference"]),
         ]
         panels.append({
             "title": worst_panel_title(entry["id"], entry["best_iou"]),
@@ -253,6 +281,34 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
                                                        predicted])),
         })
     return panels
+
+
+def _neighbours(tree, ref, k: int, square, epsg: int) -> np.ndarray:
+    """The other evaluated reference fields that reach into a small map's ``square``
+    (xmin, ymin, xmax, ymax in the map's coordinates: UTM zone ``epsg``, or the layer's
+    planar units when 0), at most ``MAX_NEIGHBOURS`` (the nearest to field k); in the
+    map's coordinates, cut just outside the square (object array, in row order)."""
+    xmin, ymin, xmax, ymax = square
+    window = shapely.segmentize(shapely.box(xmin, ymin, xmax, ymax), (xmax - xmin) / 16)
+    if epsg:  # the square in the reference layer's CRS, for the tree
+        back = transformer(utm_crs(epsg), ref.crs)
+        window = shapely.transform(window, lambda xy: np.column_stack(
+            back.transform(xy[:, 0], xy[:, 1])))
+    found = tree.query(window, predicate="intersects")
+    found = found[found != k]
+    if len(found) > MAX_NEIGHBOURS:
+        gap = shapely.distance(ref.source[found], ref.source[k])
+        found = found[np.argsort(gap, kind="stable")[:MAX_NEIGHBOURS]]
+    found = np.sort(found)
+    geoms = ref.source[found]
+    if epsg:
+        geoms = np.array([_to_crs(g, ref.crs, epsg) for g in geoms], dtype=object)
+    if not len(geoms):
+        return geoms
+    # cut a little outside the map, so the cuts' straight edges are not drawn in it
+    margin = 0.02 * (xmax - xmin)
+    return shapely.clip_by_rect(geoms, xmin - margin, ymin - margin, xmax + margin,
+                                ymax + margin)
 
 
 def _drawn(geometries, detail: float) -> np.ndarray:

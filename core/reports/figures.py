@@ -54,11 +54,12 @@ def new_figure(width_in: float = DEFAULT_SIZE_IN[0], height_in: float = DEFAULT_
     return figure, axes
 
 
-def to_data_uri(figure, fmt: str = "svg", dpi: int = 110) -> str:
+def to_data_uri(figure, fmt: str = "svg", dpi: int = 110, tight: bool = True) -> str:
     """The figure as a ``data:`` URI (SVG by default, or "png"), for ``<img src=...>``.
 
     SVG keeps lines sharp in print and is small for charts; PNG is smaller for figures
-    with many thousands of shapes. The figure is closed afterwards.
+    with many thousands of shapes. The figure is closed afterwards. ``tight``: lay it out
+    with ``tight_layout`` first (False: the caller has laid it out, e.g. around a legend).
 
     Raises ValueError for another format.
     """
@@ -66,7 +67,8 @@ def to_data_uri(figure, fmt: str = "svg", dpi: int = 110) -> str:
         raise ValueError(f"fmt must be 'svg' or 'png', got {fmt!r}")
     import matplotlib
 
-    figure.tight_layout()
+    if tight:
+        figure.tight_layout()
     buffer = io.BytesIO()
     # metadata Date None: the same figure gives the same bytes (reports diff cleanly).
     metadata = {"Date": None} if fmt == "svg" else {}
@@ -198,24 +200,39 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float]], 
     return to_data_uri(figure)
 
 
+def panel_square(extent) -> tuple[float, float, float, float]:
+    """The square a small map of ``polygon_panels`` shows around ``extent`` (xmin, ymin,
+    xmax, ymax): centred on it, its longer side plus 5 % on each side."""
+    xmin, ymin, xmax, ymax = extent
+    pad = 0.05 * max(xmax - xmin, ymax - ymin, 1e-9)
+    side = max(xmax - xmin, ymax - ymin) / 2 + pad
+    cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
+    return cx - side, cy - side, cx + side, cy + side
+
+
 def polygon_panels(panels: Sequence[Mapping], *, ncols: int = 4, panel_in: float = 1.6,
-                   scale_unit: str = "m") -> str:
+                   scale_unit: str = "m", legend: Sequence = ()) -> str:
     """Small maps, one panel per item, each with its own extent and a scale note.
 
     Args:
         panels: dicts with "title" (str), "layers": list of (geometries, style) where
             geometries is a sequence of shapely polygons in a metric CRS and style a dict
             with "edgecolor", "facecolor", "linewidth", "linestyle", "hatch" (optional),
-            and optional "extent" (xmin, ymin, xmax, ymax).
+            and optional "extent" (xmin, ymin, xmax, ymax; the map shows
+            ``panel_square(extent)``).
         scale_unit: unit of the coordinates, written under each panel with its width.
+        legend: (label, style) pairs, drawn as a legend above the panels (style as in
+            "layers").
     Returns the figure as a data URI (SVG).
     """
-    from matplotlib.patches import PathPatch
+    from matplotlib.patches import Patch, PathPatch
     from matplotlib.path import Path as MplPath
 
     n = max(len(panels), 1)
     nrows = math.ceil(n / ncols)
-    figure, axes = new_figure(panel_in * ncols, (panel_in + 0.5) * nrows, nrows, ncols)
+    legend_in = 0.3 * math.ceil(len(legend) / ncols) + 0.1 if legend else 0.0
+    height = (panel_in + 0.5) * nrows + legend_in
+    figure, axes = new_figure(panel_in * ncols, height, nrows, ncols)
     axes = np.atleast_1d(axes).ravel()
     for ax in axes[len(panels):]:
         ax.set_axis_off()
@@ -233,15 +250,19 @@ def polygon_panels(panels: Sequence[Mapping], *, ncols: int = 4, panel_in: float
                     ax.add_patch(PathPatch(path, **{"facecolor": "none", **style}))
         extent = panel.get("extent")
         if extent is not None:
-            xmin, ymin, xmax, ymax = extent
-            pad = 0.05 * max(xmax - xmin, ymax - ymin, 1e-9)
-            side = max(xmax - xmin, ymax - ymin) / 2 + pad
-            cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
-            ax.set_xlim(cx - side, cx + side)
-            ax.set_ylim(cy - side, cy + side)
-            ax.set_xlabel(f"{2 * side:,.0f} {scale_unit} across", fontsize=7)
+            xmin, ymin, xmax, ymax = panel_square(extent)
+            ax.set_xlim(xmin, xmax)
+            ax.set_ylim(ymin, ymax)
+            ax.set_xlabel(f"{xmax - xmin:,.0f} {scale_unit} across", fontsize=7)
         ax.set_title(panel.get("title", ""), fontsize=7.5)
-    return to_data_uri(figure)
+    if not legend:
+        return to_data_uri(figure)
+    handles = [Patch(label=label, **{"facecolor": "none", **style}) for label, style in legend]
+    figure.legend(handles=handles, loc="upper center", ncol=min(len(handles), ncols),
+                  fontsize=7.5, frameon=False, borderaxespad=0.2, handlelength=2.2,
+                  handleheight=1.2)
+    figure.tight_layout(rect=(0, 0, 1, 1 - legend_in / height))
+    return to_data_uri(figure, tight=False)
 
 
 def _polygon_path(geometry, path_class):

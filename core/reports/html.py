@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from .reproduce import processing_run_code, qgis_process_command
+from ..util.wording import plural
+from .reproduce import QGIS_PROCESS, processing_run_code, qgis_process_command
 
 #: Templates folder: base.html.j2 and each algorithm's section templates.
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "resources" / "templates"
@@ -90,8 +91,9 @@ def render_report(
         report: the JSON report dict. Read by the skeleton: ``inputs`` ({role: {"source",
             "layer_name", "crs", "feature_count", "selected_features_only", "filter"}}),
             ``provenance`` ({name: version}; ``created_utc`` is the date shown, now if
-            absent), ``reproduce`` ({"algorithm": id, "parameters": {NAME: plain value}},
-            optional). NaN/inf are shown as "–".
+            absent), ``reproduce`` ({"algorithm": id, "parameters": {NAME: plain value},
+            "qgis_process": the program that runs it from a shell}, optional). NaN/inf are
+            shown as "–".
         title: page title, e.g. "Evaluate polygons (IoU matching)".
         algorithm_id: e.g. "ioueval:evaluatepolygons".
         sections: the algorithm's sections, shown between the alerts and "Reproduce".
@@ -99,7 +101,8 @@ def render_report(
         summary_template: a template (relative to ``templates_dir``) for it, rendered with
             ``summary_context``, so its numbers can be ``shown``.
         alerts: warnings of the run (strings are warnings).
-        definitions: every key of the JSON report, shown in "Definitions".
+        definitions: every key of the JSON report, shown in the collapsed appendix
+            "Appendix: definitions" (a <details> element).
     Returns the HTML text. Raises jinja2.TemplateError on a template error and KeyError
     (from ``shown``) when a section shows a key that the report does not have.
     """
@@ -133,7 +136,10 @@ def render_report(
         alerts=[a if isinstance(a, Alert) else Alert(str(a)) for a in alerts],
         sections=rendered,
         processing_run=processing_run_code(algorithm_id, parameters),
-        qgis_process=qgis_process_command(algorithm_id, parameters),
+        qgis_process=qgis_process_command(
+            algorithm_id, parameters, reproduce.get("qgis_process") or QGIS_PROCESS
+        ),
+        qgis_process_program=reproduce.get("qgis_process") or QGIS_PROCESS,
         provenance=provenance,
         definitions=list(definitions),
     )
@@ -141,7 +147,8 @@ def render_report(
 
 def template_environment(templates_dir: str | Path = TEMPLATES_DIR):
     """The Jinja2 environment of the reports (autoescape, strict undefined, filters
-    ``number`` and ``percent``, global ``figure``)."""
+    ``number`` and ``percent``, globals ``figure`` and ``plural`` (util.wording.plural: the
+    word that agrees with a count))."""
     import jinja2
     from markupsafe import Markup
 
@@ -154,6 +161,7 @@ def template_environment(templates_dir: str | Path = TEMPLATES_DIR):
     )
     env.filters["number"] = format_number
     env.filters["percent"] = format_percent
+    env.globals["plural"] = plural  # plural(n, "field") -> "field" or "fields"
     # _figure_html escapes every value it puts into the markup
     env.globals["figure"] = lambda uri, alt, caption="", id="": Markup(  # nosec B704
         _figure_html(uri, alt, caption, id)

@@ -24,13 +24,25 @@ def processing_run_code(algorithm_id: str, parameters: dict) -> str:
     return "\n".join(lines)
 
 
-def qgis_process_command(algorithm_id: str, parameters: dict) -> str:
+#: The command when the report does not say which one ran (reports of older versions).
+QGIS_PROCESS = "qgis_process"
+
+
+def qgis_process_command(algorithm_id: str, parameters: dict,
+                         executable: str = QGIS_PROCESS) -> str:
     """A shell command line (POSIX quoting) that reruns the algorithm with ``qgis_process``.
 
+    Args:
+        algorithm_id: e.g. "ioueval:evaluatepolygons".
+        parameters: {NAME: plain value}, as for ``processing_run_code``; paths are written
+            as given (the provider gives them absolute, so the command runs from any folder).
+        executable: the qgis_process program that works on the QGIS that ran the algorithm,
+            e.g. "qgis_process.bin" (Debian's and Ubuntu's 3.22, whose ``qgis_process``
+            wrapper passes a flag 3.22 rejects) or a full path; quoted for the shell.
     Lists become one ``--NAME=value`` argument per item (how qgis_process takes multiple
     layers); booleans are written true/false; None and "" values are left out.
     """
-    words = ["qgis_process", "run", algorithm_id]
+    words = [shlex.quote(executable or QGIS_PROCESS), "run", algorithm_id]
     for name, value in _given(parameters):
         for item in value if isinstance(value, (list, tuple)) else [value]:
             words.append(shlex.quote(f"--{name}={_text(item)}"))

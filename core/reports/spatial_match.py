@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from . import figures
+from ..util.wording import count_of, plural
 from .html import Alert, Definition, Section, render_report
 from ..text.spatial_match import ACCURACY_THRESHOLDS, SpatialMatch
 
@@ -24,9 +25,15 @@ DEFINITIONS = (
                "IoU over scored rows", "", "Spatial IoU guide for LLM-generated geometries"),
     Definition("acc_at_τ", "Share of scored rows whose best IoU is at least τ",
                "count(best_iou ≥ τ) / count_scored"),
-    Definition("cumulative_iou", "Sum of intersections over sum of unions of the best pairs; a "
-               "row without answer adds its expected area to the unions",
-               "Σ |A ∩ E| / Σ |A ∪ E|"),
+    Definition("cumulative_iou", "Sum of intersections over sum of unions over scored rows, "
+               "the cumulative IoU of referring-expression benchmarks: a row without an "
+               "answer adds its expected area to the unions, and a row that expects nothing "
+               "adds the area answered there (a correct rejection adds nothing). One "
+               "difference: where a row has several answered or expected geometries, its "
+               "intersection and union are those of its best pair, where the benchmark "
+               "takes the union of each side's masks",
+               "Σ |A ∩ E| / Σ |A ∪ E|",
+               "GRES: Generalized Referring Expression Segmentation (gRefCOCO's cIoU)"),
     Definition("dice_mean, giou_mean", "Means of the best pair's Dice and GIoU (enclosing "
                "shape: the smallest axis-aligned box); no answer polygon: Dice 0, GIoU -1",
                "Dice = 2 IoU / (1 + IoU); GIoU = IoU − |C \\ (A ∪ E)| / |C|",
@@ -110,7 +117,7 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
 
 
 def _rows(n: int) -> str:
-    return f"{n} row" if n == 1 else f"{n} rows"
+    return count_of(n, "row")
 
 
 def _plain_id(value):
@@ -141,10 +148,11 @@ def render_html(report: dict, best_iou) -> str:
                                 context={"limit": FAILED_ROWS_LISTED}))
     pass_rate = metrics["pass_rate"]
     summary = (
-        f"{metrics['count_pass']} of {metrics['count_scored']} answers pass "
+        f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'answer')} "
+        f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')} "
         f"(best IoU ≥ {threshold:g}); mean best IoU "
-        f"{metrics['iou_mean']:.3f}; {metrics['count_parse_failures']} answers could not be "
-        f"read." if pass_rate == pass_rate else "No row could be scored."
+        f"{metrics['iou_mean']:.3f}; {count_of(metrics['count_parse_failures'], 'answer')} "
+        f"could not be read." if pass_rate == pass_rate else "No row could be scored."
     )
     return render_report(report, title=TITLE, algorithm_id=ALGORITHM_ID, sections=sections,
                          summary=summary, alerts=[Alert(w) for w in report["warnings"]],

@@ -5,28 +5,37 @@ gate or a nightly regression check written as text).
 Grammar (no ``eval``: a small tokenizer and parser)::
 
     conditions := condition { (";" | newline) condition }      empty conditions are skipped
-    condition  := path operator number
+    condition  := path [ "?" ] operator number
     path       := segment { "." segment }
-    segment    := name | "*" | '"' text '"' | "'" text "'"     name: letters, digits, _ - +
+    segment    := name | "*" | '"' text '"' | "'" text "'"
+    name       := any text without . " ' * ? ; < > = ! (surrounding spaces removed)
     operator   := ">=" | ">" | "<=" | "<" | "==" | "!="
     number     := a decimal number (1, 0.8, -2.5e-3, inf)
 
-A path is looked up in the report's ``metrics`` object first, then from the top level (so both
-``f1`` and ``metrics.f1``, ``parameters.iou_threshold`` work). ``*`` stands for every key of
-an object (or index of a list) at that level; a key with dots in it (the size class
-``0.5-1``) can be quoted, or written plainly when no shorter key matches. A number in a path
-indexes a list (``bootstrap.ci.f1.0`` is the interval's lower bound).
+A key is written as the report spells it, in any script and with spaces inside
+(``per_class.Forêt dense.iou``); quote it when it holds one of the characters above. Keys are
+compared as written, and failing that in Unicode NFC (the composed form), so a key typed in
+decomposed form still names it. A path is looked up in the report's ``metrics`` object
+first, then from the top level (so both ``f1`` and ``metrics.f1``,
+``parameters.iou_threshold`` work). ``*`` stands for every key of an object (or index of a
+list) at that level; a key with dots in it (the size class ``0.5-1``) can be quoted, or
+written plainly when no shorter key matches. A number in a path indexes a list
+(``bootstrap.ci.f1.0`` is the interval's lower bound).
 
 Comparisons allow a relative tolerance of 1e-9 (as the IoU threshold does), so an F1 of
 0.7999999999999999 passes ``f1 >= 0.8``. A value that is null in the report (NaN, an
-undefined metric) fails its condition; a value that is text, an object or a list is an error.
+undefined metric such as the IoU of a class absent from both maps) fails its condition, and a
+wildcard checks every value it reaches, nulls included: ``per_class.*.iou >= 0.5`` fails on
+such a class. A ``?`` after the path skips null values instead (``per_class.*.iou? >= 0.5``):
+they are listed as skipped, neither passed nor failed. A value that is text, an object or a
+list is an error.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import string
+import unicodedata
 from dataclasses import dataclass
 
 #: Relative tolerance of every comparison.
@@ -35,7 +44,10 @@ RELATIVE_TOLERANCE = 1e-9
 #: Operators, longest first (the tokenizer takes the longest match).
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
-_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_-+")
+#: Characters a plain (unquoted) key cannot hold: quote a key that has one.
+_SPECIAL_CHARACTERS = frozenset(".\"'*?;<>=!")
+#: After a path: skip the values that are null.
+SKIP_NULL = "?"
 #: A ``*`` segment of a path.
 WILDCARD = object()
 
@@ -49,12 +61,14 @@ class Condition:
         path: tuple of segments (str, or ``WILDCARD`` for ``*``).
         operator: one of ``OPERATORS``.
         threshold: the number on the right.
+        skip_null: the path ended in ``?``: null values are skipped, not failed.
     """
 
     text: str
     path: tuple
     operator: str
     threshold: float
+    skip_null: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +80,9 @@ class ConditionResult:
         path: the concrete dotted path of the value (wildcards replaced by keys).
         operator, threshold: as in the condition.
         value: the value in the report (float), or None when it is null there.
-        passed: whether ``value operator threshold`` holds (False for None).
+        passed: whether ``value operator threshold`` holds (False for None, True when
+            skipped).
+        skipped: the value is null and the condition skips nulls (``?``).
     """
 
     condition: str
@@ -75,6 +91,7 @@ class ConditionResult:
     threshold: float
     value: float | None
     passed: bool
+    skipped: bool = False
 
 
 def parse_conditions(text: str) -> list[Condition]:
@@ -115,17 +132,22 @@ def check_conditions(report: dict, conditions) -> list[ConditionResult]:
     for condition in conditions:
         for path, value in _resolve(report, condition):
             number = _as_number(value, condition, path)
-            passed = number is not None and _holds(number, condition.operator, condition.threshold)
+            skipped = number is None and condition.skip_null
+            passed = skipped or (
+                number is not None and _holds(number, condition.operator, condition.threshold)
+            )
             results.append(
                 ConditionResult(
-                    condition.text, path, condition.operator, condition.threshold, number, passed
+                    condition.text, path, condition.operator, condition.threshold, number,
+                    passed, skipped,
                 )
             )
     return results
 
 
 def failure_message(results) -> str:
-    """A message listing every failed condition with its value (empty when all passed)."""
+    """A message listing every failed condition with its value (empty when all passed), e.g.
+    "1 of 3 threshold checks failed:" (values skipped as null are not counted)."""
     failed = [r for r in results if not r.passed]
     if not failed:
         return ""
@@ -134,7 +156,9 @@ def failure_message(results) -> str:
         f"needs {r.operator} {_format(r.threshold)}  [{r.condition}]"
         for r in failed
     ]
-    return f"{len(failed)} of {len(results)} threshold checks failed:\n" + "\n".join(lines)
+    checked = sum(not r.skipped for r in results)
+    verb = "check failed" if checked == 1 else "checks failed"
+    return f"{len(failed)} of {checked} threshold {verb}:\n" + "\n".join(lines)
 
 
 def _parse_one(text: str) -> Condition:
@@ -152,6 +176,9 @@ def _parse_one(text: str) -> Condition:
             f"{', '.join(OPERATORS)})"
         )
     left, right = text[:position].strip(), text[position + len(op):].strip()
+    skip_null = left.endswith(SKIP_NULL)
+    if skip_null:
+        left = left[: -len(SKIP_NULL)].rstrip()
     if not left:
         raise ValueError(f"condition {text!r}: no key before {op}")
     try:
@@ -160,7 +187,7 @@ def _parse_one(text: str) -> Condition:
         raise ValueError(f"condition {text!r}: {right!r} after {op} is not a number") from None
     if math.isnan(threshold):
         raise ValueError(f"condition {text!r}: the threshold cannot be NaN")
-    return Condition(text, _parse_path(left, text), op, threshold)
+    return Condition(text, _parse_path(left, text), op, threshold, skip_null)
 
 
 def _operator_position(text: str) -> int | None:
@@ -205,15 +232,16 @@ def _parse_path(text: str, condition: str) -> tuple:
             k += 1
         else:
             start = k
-            while k < len(text) and text[k] in _NAME_CHARACTERS:
+            while k < len(text) and text[k] not in _SPECIAL_CHARACTERS:
                 k += 1
-            if k == start:
+            name = text[start:k].strip()
+            if not name:
                 found = repr(text[k]) if k < len(text) else "the end"
                 raise ValueError(
                     f"condition {condition!r}: a key name was expected in {text!r}, found "
                     f"{found}"
                 )
-            segments.append(text[start:k])
+            segments.append(name)
         while k < len(text) and text[k] == " ":
             k += 1
         if k == len(text):
@@ -221,7 +249,7 @@ def _parse_path(text: str, condition: str) -> tuple:
         if text[k] != ".":
             raise ValueError(
                 f"condition {condition!r}: unexpected {text[k]!r} in {text!r} (separate keys "
-                "with '.', quote keys that hold other characters)"
+                "with '.', quote keys that hold one of . \" ' * ? ; < > = !)"
             )
         k += 1
 
@@ -249,10 +277,20 @@ def _resolve(report: dict, condition: Condition) -> list[tuple[str, object]]:
 def _has_key(node: dict, path: tuple) -> bool:
     """Whether ``node`` has the first key of ``path`` (also as several segments joined)."""
     return any(
-        ".".join(path[:n]) in node
+        _key_in(node, ".".join(path[:n])) is not None
         for n in range(1, len(path) + 1)
         if all(s is not WILDCARD for s in path[:n])
     )
+
+
+def _key_in(node: dict, key: str):
+    """The key of ``node`` that ``key`` names: itself, else the one equal to it in Unicode
+    NFC (composed form); None when there is none."""
+    if key in node:
+        return key
+    wanted = unicodedata.normalize("NFC", key)
+    return next((k for k in node if isinstance(k, str)
+                 and unicodedata.normalize("NFC", k) == wanted), None)
 
 
 def _walk(node, path: tuple, done: list, condition: Condition) -> list:
@@ -276,8 +314,8 @@ def _walk(node, path: tuple, done: list, condition: Condition) -> list:
         for n in range(1, len(path) + 1):
             if any(s is WILDCARD for s in path[:n]):
                 break
-            key = ".".join(path[:n])
-            if key in node:
+            key = _key_in(node, ".".join(path[:n]))
+            if key is not None:
                 return _walk(node[key], path[n:], done + [key], condition)
         keys = ", ".join(list(map(str, node))[:15]) + (", …" if len(node) > 15 else "")
         where = ".".join(done) or "the report (and its metrics)"

@@ -18,6 +18,8 @@ from .model_text import (  # noqa: F401
     image_size_problem,
     decode_png,
     mask_to_polygons,
+    REGISTRY,
+    Reader,
 )
 from .spatial_match import (  # noqa: F401
     ACCURACY_THRESHOLDS,
@@ -36,6 +38,8 @@ __all__ = [
     "FAILURE_COLUMNS",
     "GeometryRecord",
     "ParsedAnswer",
+    "REGISTRY",
+    "Reader",
     "RECORD_COLUMNS",
     "ROW_COLUMNS",
     "SpatialMatch",

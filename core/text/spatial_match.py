@@ -25,8 +25,9 @@ Decisions (each documented in the algorithm's help too):
 - answer and expected geometries in different frames (pixels against fractions of the image,
   when the image size is unknown) cannot be compared: the row fails with that reason.
 
-Sources: ../shared/seeds/galtea_spatial_match.txt; ../shared/seeds/spatial_iou_guide.txt
-(report the distribution: median and 10th percentile).
+Sources: the Galtea spatial_match documentation; the spatial IoU guide for LLM-generated
+geometries (report the distribution: median and 10th percentile); "GRES: Generalized
+Referring Expression Segmentation" (the cumulative IoU).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 import shapely
 
 from ..util.checks import is_missing
+from ..util.wording import count_of
 from ..matching.rules import at_or_above
 from .model_text import (
     EMPTY,
@@ -104,6 +106,7 @@ def spatial_match(
     iou_threshold: float = 0.5,
     groups=None,
     progress=None,
+    padded_square: bool = False,
 ) -> SpatialMatch:
     """Score each answer against its expected geometry.
 
@@ -116,6 +119,9 @@ def spatial_match(
         iou_threshold: pass when the best IoU >= it (relative tolerance 1e-9), in (0, 1].
         groups: sequence (n,) of group values (model, prompt, class) or None.
         progress: optional callable(fraction done in [0, 1]); may raise to cancel.
+        padded_square: the answers are fractions of the image padded to a square (LLaVA-1.5,
+            Shikra): ``parse_answer``'s option, for the answer column only (the expected
+            geometries are the table's own).
 
     Returns:
         SpatialMatch.
@@ -136,12 +142,13 @@ def spatial_match(
 
     rows = {name: [] for name, _ in ROW_COLUMNS}
     pairs = []  # (row, answer geometry, expected geometry)
-    expected_geoms = []
+    expected_geoms, false_alarms = [], []
     for i in range(n):
         if progress is not None and i % 200 == 0:
             progress(0.8 * i / max(n, 1))
         size = _size(widths[i], heights[i])
-        answer = parse_answer(answers[i], coordinate_format, *size)
+        answer = parse_answer(answers[i], coordinate_format, *size,
+                              padded_square=padded_square)
         truth = parse_answer(expected[i], coordinate_format, *size)
         row = _row(answer, truth, group_values[i])
         size_problem = image_size_problem(widths[i], heights[i])
@@ -150,10 +157,12 @@ def spatial_match(
         for name, _ in ROW_COLUMNS:
             rows[name].append(row[name])
         expected_geoms.append(row.pop("_expected_polygons"))
+        false_alarms.append(row.pop("_false_alarm_area"))
         for a in row.pop("_answer_polygons"):
             for b in expected_geoms[-1]:
                 pairs.append((i, a, b))
     intersections, unions = _score_pairs(rows, pairs, expected_geoms, iou_threshold)
+    unions = unions + np.asarray(false_alarms, dtype=float)
     if progress is not None:
         progress(0.95)
     metrics = summarise(rows, intersections, unions, iou_threshold)
@@ -166,6 +175,7 @@ def spatial_match(
             per_group[label] = summarise(sub, intersections[members], unions[members],
                                          iou_threshold)
     parameters = {"coordinate_format": coordinate_format, "iou_threshold": iou_threshold,
+                  "padded_square": bool(padded_square),
                   "giou_enclosing": "box", "accuracy_thresholds": list(ACCURACY_THRESHOLDS)}
     return SpatialMatch(rows, metrics, per_group, parameters)
 
@@ -175,7 +185,8 @@ def _column(values, n, name) -> list:
         return [None] * n
     values = list(values)
     if len(values) != n:
-        raise ValueError(f"{name} has {len(values)} values for {n} rows")
+        raise ValueError(f"{name} has {count_of(len(values), 'value')} for "
+                         f"{count_of(n, 'row')}")
     return values
 
 
@@ -228,6 +239,7 @@ def _row(answer, truth, group) -> dict:
         "reason": "",
         "_answer_polygons": [],
         "_expected_polygons": [],
+        "_false_alarm_area": 0.0,
     }
     if truth.status not in ("parsed", EMPTY) or (truth.usable and not truth_polygons
                                                  and not truth_points):
@@ -246,6 +258,11 @@ def _row(answer, truth, group) -> dict:
     if truth.status == EMPTY:
         if answer.usable:
             row["reason"] = "geometry answered where none is expected"
+            if answer_polygons and len(frames) <= 1:
+                # the field's cumulative IoU: an answered area on a row that expects nothing
+                # adds to the union (and nothing to the intersection)
+                row["_false_alarm_area"] = float(shapely.union_all(
+                    [r.geometry for r in answer_polygons]).area)
         elif answer.status == EMPTY:
             row.update(best_iou=1.0, dice=1.0, giou=1.0, passed=True,
                        reason="correct rejection: nothing expected, nothing answered")
@@ -324,9 +341,12 @@ def summarise(rows: dict, intersections, unions, iou_threshold: float) -> dict:
     Keys: count_rows, count_scored, count_expected_unreadable, count_pass, pass_rate,
     iou_mean, iou_median, iou_p10 (over scored rows; a row without an answer geometry counts
     0), acc_at_0.1 … acc_at_0.9 (share of scored rows with best IoU >= τ), cumulative_iou
-    (Σ intersection / Σ union of the best pairs; a row without answer adds its expected area
-    to the union), dice_mean, giou_mean (a row without an answer polygon counts Dice 0 and
-    GIoU -1, as ``pair_metrics`` scores area on one side only), centre_hit_rate (over scored
+    (Σ intersection / Σ union over scored rows, the cumulative IoU as "GRES: Generalized
+    Referring Expression Segmentation" defines gRefCOCO's cIoU: each row adds its best pair's
+    intersection and union; a row without an answer polygon adds its expected area to the
+    union; a row that expects nothing adds the area answered there), dice_mean, giou_mean (a
+    row without an answer polygon counts Dice 0 and GIoU -1, as ``pair_metrics`` scores area
+    on one side only), centre_hit_rate (over scored
     rows), parse_failure_rate (answers that could not be read: unparseable or non-finite),
     empty_answer_rate, hallucination_rate (answers with a geometry out of bounds),
     count_true_negative, count_point_answers, point_hit_rate, point_distance_median.

@@ -28,6 +28,7 @@ from .memory import (  # noqa: F401
 )
 from .wording import (  # noqa: F401
     count_of,
+    plural,
 )
 from .allocator import (  # noqa: F401
     MMAP_THRESHOLD,
@@ -61,6 +62,7 @@ __all__ = [
     "enter",
     "is_missing",
     "leave",
+    "plural",
     "run_beside",
     "run_chunks",
     "split",
