@@ -1,14 +1,27 @@
-"""What every IoU Evaluation algorithm shares: naming, grouping, help, icon, translation."""
+"""What every IoU Evaluation algorithm shares: naming, grouping, help, icon, translation, and
+the plumbing around the core: calling it under the feedback (``run_core``) and writing its
+tables and layers into sinks (``write_table``, ``write_features``)."""
 
 from pathlib import Path
 
-from qgis.core import QgsProcessingAlgorithm, QgsProcessingOutputNumber
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsField,
+    QgsFields,
+    QgsProcessingAlgorithm,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+)
 from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 
+from ..core import EvaluationCanceled
 from ..core.classmaps.rasters import inputs_left_untouched
+from ..core.util.memory import InsufficientMemoryError
+from .compat import FAST_INSERT, NO_GEOMETRY
 from .csvt import csv_destination, write_csvt
 from .help_text import html_to_text
+from .layers import feature_batches, forward_core_log
 from .qgis_process import in_qgis_process, release_inputs
 
 RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
@@ -90,5 +103,85 @@ class IoUEvaluationAlgorithm(QgsProcessingAlgorithm):
             write_csvt(csv_file, fields)
         return sink, dest_id
 
+    def run_core(self, feedback, function, *args, **kwargs):
+        """``function(*args, **kwargs)`` (a core function) with the core's log messages shown
+        in the algorithm's log. Returns its result, or None when the user canceled
+        (``EvaluationCanceled``: ``processAlgorithm`` then returns ``{}``). ``ValueError`` and
+        ``InsufficientMemoryError`` (bad parameters or data the core refuses, not enough
+        memory) become ``QgsProcessingException`` with the core's message."""
+        try:
+            with forward_core_log(feedback):
+                return function(*args, **kwargs)
+        except EvaluationCanceled:
+            return None
+        except (ValueError, InsufficientMemoryError) as exc:
+            raise QgsProcessingException(str(exc)) from exc
+
+    def checked(self, function, *args, **kwargs):
+        """``function(*args, **kwargs)`` with a ``ValueError`` (a parameter read by the
+        provider itself, named in the message) raised as ``QgsProcessingException``."""
+        try:
+            return function(*args, **kwargs)
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+
+    def write_table(self, parameters, name, context, fields, rows, crs=None) -> str:
+        """Create the table (no geometry) output ``name`` with ``fields`` (a QgsFields, or
+        (field name, FIELD_* type) pairs) and write ``rows`` (lists of QGIS-safe values, in
+        field order) into it; ``crs``: the sink's CRS (None: none). Returns the destination
+        id; raises QgsProcessingException when the sink cannot be made or written."""
+        fields = _fields(fields)
+        rows = [list(row) for row in rows]
+        columns = [list(column) for column in zip(*rows)] if rows else []
+        return self.write_features(parameters, name, context, fields, columns, crs=crs)
+
+    def write_features(self, parameters, name, context, fields, columns, geometries=None,
+                       wkb_type=NO_GEOMETRY, crs=None, feedback=None, progress=None):
+        """Create the output ``name`` and write one feature per row into it, in batches
+        (``layers.feature_batches``: multi-part geometries, attributes by position).
+
+        Args:
+            fields: QgsFields, or (field name, FIELD_* type) pairs.
+            columns: list of columns, each a list (n,) of QGIS-safe values (``qgis_values``).
+            geometries: object array (n,) of shapely geometries, or None for a table.
+            wkb_type, crs: the sink's geometry type and CRS (None: no CRS).
+            feedback: when given, writing stops between batches when the user cancels.
+            progress: (start, end) % of the progress bar the writing moves through, with
+                ``feedback``.
+
+        Returns the destination id, or None when canceled.
+
+        Raises QgsProcessingException when the sink cannot be made or a batch not written.
+        """
+        fields = _fields(fields)
+        sink, dest_id = self.parameterAsSink(parameters, name, context, fields, wkb_type,
+                                             QgsCoordinateReferenceSystem() if crs is None else crs)
+        if sink is None:
+            raise QgsProcessingException(self.invalidSinkError(parameters, name))
+        total = len(geometries) if geometries is not None else len(columns[0]) if columns else 0
+        written = 0
+        for batch in feature_batches(geometries, None, columns):
+            if not sink.addFeatures(batch, FAST_INSERT):
+                raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
+            written += len(batch)
+            if feedback is not None:
+                if progress is not None:
+                    start, end = progress
+                    feedback.setProgress(start + (end - start) * written / max(total, 1))
+                if feedback.isCanceled():
+                    return None
+        return dest_id
+
     def createInstance(self):  # noqa: N802
         return type(self)()
+
+
+def _fields(fields) -> QgsFields:
+    """``fields`` as QgsFields: a QgsFields as it is, else (name, FIELD_* type) pairs or
+    QgsField objects."""
+    if isinstance(fields, QgsFields):
+        return fields
+    out = QgsFields()
+    for field in fields:
+        out.append(field if isinstance(field, QgsField) else QgsField(*field))
+    return out

@@ -7,9 +7,6 @@ from __future__ import annotations
 import json
 
 from qgis.core import (
-    QgsFeature,
-    QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingOutputNumber,
     QgsProcessingParameterBoolean,
@@ -17,9 +14,14 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
-from ..core.reports.thresholds import check_conditions, failure_message, parse_conditions
+from ..core.reports.thresholds import (
+    check_conditions,
+    checked_nothing,
+    failure_message,
+    parse_conditions,
+)
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING, NO_GEOMETRY
+from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_STRING
 from .parameters import advanced, requested, table_sink, with_help
 
 HELP = """
@@ -46,7 +48,8 @@ is null in the report (an undefined metric) fails its condition, and a wildcard 
 value it reaches, nulls included: <code>per_class.*.iou &gt;= 0.5</code> fails on a class
 absent from both maps (its IoU is null). A <code>?</code> after the key skips null values
 instead: <code>per_class.*.iou? &gt;= 0.5</code> checks the classes that have an IoU and lists
-the others as skipped (SKIPPED_COUNT).</li>
+the others as skipped (SKIPPED_COUNT). A condition all of whose values are null checks
+nothing: the run says so in a warning.</li>
 </ul>
 <p>A condition that cannot be read, or a key the report does not have, stops the run with a
 message naming it (and the keys that are there).</p>
@@ -142,6 +145,11 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
                 f"{verdict}  {r.path} = {'null' if r.value is None else r.value} "
                 f"({r.operator} {r.threshold:g})"
             )
+        for condition in checked_nothing(results):
+            # Not a pass: every value the condition reaches is null, so it checked nothing.
+            feedback.pushWarning(
+                f"{condition}: every value it reaches is null and was skipped ('?'): this "
+                f"condition checked nothing")
         if failed and self.parameterAsBoolean(parameters, self.FAIL_RUN, context):
             # One line: QGIS shows an exception up to three times (log, error, qgis_process)
             head, *lines = failure_message(results).splitlines()
@@ -156,30 +164,9 @@ class CheckThresholdsAlgorithm(IoUEvaluationAlgorithm):
     def _write_table(self, parameters, context, results) -> dict:
         if not requested(parameters, self.OUTPUT):
             return {}
-        fields = QgsFields()
-        for name, kind in (
-            ("condition", FIELD_STRING),
-            ("key", FIELD_STRING),
-            ("operator", FIELD_STRING),
-            ("threshold", FIELD_DOUBLE),
-            ("value", FIELD_DOUBLE),
-            ("passed", FIELD_BOOL),
-            ("skipped", FIELD_BOOL),
-        ):
-            fields.append(QgsField(name, kind))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
-        features = []
-        for r in results:
-            feature = QgsFeature()
-            feature.setAttributes(
-                [r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
-                 bool(r.skipped)]
-            )
-            features.append(feature)
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-        return {self.OUTPUT: dest_id}
+        fields = (("condition", FIELD_STRING), ("key", FIELD_STRING), ("operator", FIELD_STRING),
+                  ("threshold", FIELD_DOUBLE), ("value", FIELD_DOUBLE), ("passed", FIELD_BOOL),
+                  ("skipped", FIELD_BOOL))
+        rows = ([r.condition, r.path, r.operator, float(r.threshold), r.value, bool(r.passed),
+                 bool(r.skipped)] for r in results)
+        return {self.OUTPUT: self.write_table(parameters, self.OUTPUT, context, fields, rows)}

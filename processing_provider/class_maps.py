@@ -4,10 +4,6 @@ table output, the JSON and HTML reports, the numeric outputs and progress forwar
 from __future__ import annotations
 
 from qgis.core import (
-    QgsFeature,
-    QgsField,
-    QgsFields,
-    QgsProcessingException,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFileDestination,
 )
@@ -15,7 +11,7 @@ from qgis.core import (
 from ..core.reports.class_map_html import render_class_map_html
 from ..core.reports.data import to_json_text
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, TABLE
+from .compat import FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, TABLE
 from .parameters import requested
 from .progress import fraction_progress
 from .reporting import provenance, reproduce, write_reports
@@ -74,11 +70,10 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
         EvaluationCanceled when the user cancels."""
         return fraction_progress(feedback, start, end)
 
-    def finish_report(self, report, parameters, context):
-        """Add provenance and the "reproduce" parameters to a core class-map report."""
-        report["provenance"] = {**report.get("provenance", {}), **provenance()}
-        report["reproduce"] = reproduce(self, parameters, context)
-        return report
+    def report_arguments(self, parameters, context) -> dict:
+        """The provenance and the "reproduce" block of a class-map report, as keyword
+        arguments of ``build_class_map_report``."""
+        return {"provenance": provenance(), "reproduce": reproduce(self, parameters, context)}
 
     def write_class_map_outputs(self, parameters, context, feedback, report) -> dict:
         """Write the per-class table and the reports; returns the results dict (outputs and
@@ -100,36 +95,22 @@ class ClassMapAlgorithm(IoUEvaluationAlgorithm):
     def _write_table(self, parameters, context, report) -> str:
         count_type = FIELD_LONG if report["unit"] == "pixels" else FIELD_DOUBLE
         suffix = "" if report["unit"] == "pixels" else "_m2"
-        fields = QgsFields()
-        for name, variant in (
+        fields = (
             [("class_value", FIELD_STRING), ("class_name", FIELD_STRING),
              ("status", FIELD_STRING)]
             + [(key, FIELD_DOUBLE) for key in _METRIC_COLUMNS]
             + [(f"{key}{suffix}" if suffix else key, count_type) for key in ("tp", "fp", "fn")]
             + ([(key, FIELD_DOUBLE) for key in _AREA_COLUMNS] if not suffix else [])
-        ):
-            fields.append(QgsField(name, variant))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT_TABLE, context, fields, NO_GEOMETRY
         )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT_TABLE))
-        features = []
+        rows = []
         for value, row in report["per_class"].items():
             attributes = [value, row["name"], row["status"]]
             attributes += [_plain(row[key]) for key in _METRIC_COLUMNS]
             attributes += [_plain(row[key]) for key in ("tp", "fp", "fn")]
             if not suffix:
                 attributes += [_plain(row["areas"][key]) for key in _AREA_COLUMNS]
-            feature = QgsFeature(fields)
-            feature.setAttributes(attributes)
-            features.append(feature)
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(
-                self.writeFeatureError(sink, parameters, self.OUTPUT_TABLE)
-            )
-        del sink
-        return dest_id
+            rows.append(attributes)
+        return self.write_table(parameters, self.OUTPUT_TABLE, context, fields, rows)
 
 
 def _plain(value):

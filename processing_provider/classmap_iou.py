@@ -14,11 +14,10 @@ from ..core.classmaps.polygons import polygon_class_confusion
 from ..core.reports.class_map import build_class_map_report
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.util.wording import count_of
-from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .compat import VECTOR_POLYGON
-from .layers import forward_core_log, read_source
+from .layers import read_source
 from .parameters import add_missing_help, equal_area_crs_value
 from .reporting import input_description
 from .validation import (
@@ -121,53 +120,31 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
         return (False, error) if error else (True, "")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        layers = {}
-        for k, (name, field) in enumerate(((self.REFERENCE, self.REFERENCE_CLASS_FIELD),
-                                           (self.PREDICTED, self.PREDICTED_CLASS_FIELD))):
-            source = self.parameterAsSource(parameters, name, context)
-            if source is None:
-                raise QgsProcessingException(self.invalidSourceError(parameters, name))
-            index = source.fields().lookupField(
-                self.parameterAsString(parameters, field, context)
-            )
-            features = read_source(source, feedback, (10 * k, 10 * k + 10), [index])
-            if features is None:
-                return {}
-            classes = [attributes[index] for attributes in features.attributes]
-            layers[name] = (features, classes)
-        study = None
-        study_source = self.parameterAsSource(parameters, self.STUDY_AREA, context)
-        if study_source is not None:
-            study = read_source(study_source, feedback, (20, 25), [])
-            if study is None:
-                return {}
-        reference, reference_classes = layers[self.REFERENCE]
-        predicted, predicted_classes = layers[self.PREDICTED]
-        feedback.setProgressText(self.tr("Overlaying the class maps"))
-        try:
-            with forward_core_log(feedback):
-                result = polygon_class_confusion(
-                    predicted.geometries, predicted_classes,
-                    reference.geometries, reference_classes,
-                    predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
-                    equal_area_crs=equal_area_crs_value(self, parameters, context),
-                    study_area=study.geometries if study is not None else None,
-                    study_area_crs=study.crs_wkt if study is not None else None,
-                    progress=self.progress(feedback, 25, 90),
-                )
-        except EvaluationCanceled:
+        layers = self._read_layers(parameters, context, feedback)
+        if layers is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        (reference, reference_classes), (predicted, predicted_classes), study = layers
+        feedback.setProgressText(self.tr("Overlaying the class maps"))
+        result = self.run_core(
+            feedback, polygon_class_confusion,
+            predicted.geometries, predicted_classes,
+            reference.geometries, reference_classes,
+            predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
+            equal_area_crs=equal_area_crs_value(self, parameters, context),
+            study_area=study.geometries if study is not None else None,
+            study_area_crs=study.crs_wkt if study is not None else None,
+            progress=self.progress(feedback, 25, 90),
+        )
+        if result is None:
+            return {}
         inputs = {
-            "reference": input_description(self, parameters, self.REFERENCE, context,
-                                           len(reference.feature_ids)),
-            "predicted": input_description(self, parameters, self.PREDICTED, context,
-                                           len(predicted.feature_ids)),
+            name: input_description(self, parameters, parameter, context,
+                                    len(features.feature_ids))
+            for name, parameter, features in (
+                ("reference", self.REFERENCE, reference), ("predicted", self.PREDICTED, predicted),
+                ("study_area", self.STUDY_AREA, study),
+            ) if features is not None
         }
-        if study is not None:
-            inputs["study_area"] = input_description(self, parameters, self.STUDY_AREA,
-                                                     context, len(study.feature_ids))
         report = build_class_map_report(
             result.classes, result.areas_m2, result.areas_m2, "m2", result.alignment,
             parameters={
@@ -178,9 +155,9 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
                 "equal_area_crs": result.alignment["equal_area_crs"],
                 "area_compared": result.alignment["extent"],
             },
-            inputs=inputs, provenance={}, warnings=result.warnings,
+            inputs=inputs, warnings=result.warnings,
+            **self.report_arguments(parameters, context),
         )
-        self.finish_report(report, parameters, context)
         miou = report["miou"]
         feedback.pushInfo(
             f"mIoU {'–' if miou is None else f'{miou:.4f}'} over "
@@ -189,3 +166,27 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
             f"{result.alignment['equal_area_crs']})"
         )
         return self.write_class_map_outputs(parameters, context, feedback, report)
+
+    def _read_layers(self, parameters, context, feedback):
+        """((reference, its classes), (predicted, its classes), study area or None), each layer
+        read with its class field; None when canceled."""
+        layers = []
+        for k, (name, field) in enumerate(((self.REFERENCE, self.REFERENCE_CLASS_FIELD),
+                                           (self.PREDICTED, self.PREDICTED_CLASS_FIELD))):
+            source = self.parameterAsSource(parameters, name, context)
+            if source is None:
+                raise QgsProcessingException(self.invalidSourceError(parameters, name))
+            index = source.fields().lookupField(
+                self.parameterAsString(parameters, field, context)
+            )
+            features = read_source(source, feedback, (10 * k, 10 * k + 10), [index])
+            if features is None:
+                return None
+            layers.append((features, [attributes[index] for attributes in features.attributes]))
+        study = None
+        study_source = self.parameterAsSource(parameters, self.STUDY_AREA, context)
+        if study_source is not None:
+            study = read_source(study_source, feedback, (20, 25), [])
+            if study is None:
+                return None
+        return layers[0], layers[1], study

@@ -7,9 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from qgis.core import (
-    QgsFeature,
-    QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingFeatureSource,
     QgsProcessingOutputNumber,
@@ -18,7 +15,6 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
-from ..core import EvaluationCanceled
 from ..core.util.checks import check_threshold
 from ..core.evaluation.compare import COMPARED_KEYS, compare_predictions, comparison_report
 from ..core.matching.grouping import parse_size_bins
@@ -27,15 +23,13 @@ from ..core.reports.data import to_json_text
 from ..core.reports.compare import render_comparison_html
 from .base import IoUEvaluationAlgorithm
 from .compat import (
-    FAST_INSERT,
     FIELD_BOOL,
     FIELD_DOUBLE,
     FIELD_LONG,
     FIELD_STRING,
-    NO_GEOMETRY,
     VECTOR_POLYGON,
 )
-from .layers import forward_core_log, qgis_values, read_source
+from .layers import qgis_values, read_source
 from .parameters import (
     advanced,
     bootstrap_parameters,
@@ -205,6 +199,47 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
             raise QgsProcessingException(
                 f"STRATA_FIELD: the reference layer has no field {strata_field!r}"
             )
+        read = self._read_layers(feedback, context, reference_source, layers, strata_index)
+        if read is None:
+            return {}
+        reference, predicted = read
+        comparison = self.run_core(
+            feedback, compare_predictions,
+            [p.geometries for p in predicted],
+            reference.geometries,
+            names=[_layer_name(layer) for layer in layers],
+            predicted_crss=[p.crs_wkt for p in predicted],
+            reference_crs=reference.crs_wkt,
+            strata=[a[strata_index] for a in reference.attributes]
+            if strata_index >= 0 else None,
+            strata_name=strata_field or None,
+            progress=FeedbackProgress(feedback, 20, 90),
+            **self.checked(self._options, parameters, context),
+        )
+        if comparison is None:
+            return {}
+        _log_comparison(feedback, comparison)
+        feedback.setProgressText(self.tr("Writing outputs"))
+        results = self._write_table(parameters, context, comparison, layers)
+        inputs = {
+            "reference": input_description(
+                self, parameters, self.REFERENCE, context, len(reference.feature_ids)
+            )
+        }
+        for k, (name, layer, features) in enumerate(zip(comparison.names, layers, predicted)):
+            inputs[f"predicted {k + 1}: {name}"] = _layer_description(layer, features)
+        report = comparison_report(comparison, inputs, provenance(),
+                                   reproduce=reproduce(self, parameters, context))
+        results.update(write_reports(self, parameters, context, report, (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML, render_comparison_html),
+        )))
+        results.update(_best(comparison))
+        feedback.setProgress(100)
+        return results
+
+    def _read_layers(self, feedback, context, reference_source, layers, strata_index):
+        """(reference, [predicted layers]) as read, or None when canceled."""
         feedback.setProgressText(self.tr("Reading layers"))
         reference = read_source(
             reference_source, feedback, (0, 5), [strata_index] if strata_index >= 0 else []
@@ -212,13 +247,17 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
         predicted = []
         for k, layer in enumerate(layers):
             if reference is None or feedback.isCanceled():
-                return {}
+                return None
             span = (5 + 15 * k / len(layers), 5 + 15 * (k + 1) / len(layers))
             features = read_source(QgsProcessingFeatureSource(layer, context), feedback, span, [])
             if features is None:
-                return {}
+                return None
             predicted.append(features)
-        options = {
+        return (reference, predicted) if reference is not None else None
+
+    def _options(self, parameters, context) -> dict:
+        """The keyword arguments of ``compare_predictions`` read from plain parameters."""
+        return {
             "iou_threshold": self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
             "equal_area_crs": equal_area_crs_value(self, parameters, context),
             "size_bins": parse_size_bins(
@@ -233,91 +272,21 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
             "boundary_sample_spacing_m": self.parameterAsDouble(
                 parameters, self.BOUNDARY_SAMPLE_SPACING, context
             ) or None,
+            "bootstrap": self.parameterAsInt(parameters, self.BOOTSTRAP, context),
+            "bootstrap_seed": self.parameterAsInt(parameters, self.BOOTSTRAP_SEED, context),
         }
-        try:
-            with forward_core_log(feedback):
-                comparison = compare_predictions(
-                    [p.geometries for p in predicted],
-                    reference.geometries,
-                    names=[_layer_name(layer) for layer in layers],
-                    predicted_crss=[p.crs_wkt for p in predicted],
-                    reference_crs=reference.crs_wkt,
-                    strata=[a[strata_index] for a in reference.attributes]
-                    if strata_index >= 0 else None,
-                    strata_name=strata_field or None,
-                    bootstrap=self.parameterAsInt(parameters, self.BOOTSTRAP, context),
-                    bootstrap_seed=self.parameterAsInt(parameters, self.BOOTSTRAP_SEED, context),
-                    progress=FeedbackProgress(feedback, 20, 90),
-                    **options,
-                )
-        except EvaluationCanceled:
-            return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
-        for name, evaluation in zip(comparison.names, comparison.evaluations):
-            m = evaluation.metrics
-            feedback.pushInfo(
-                f"{name}: precision {m['precision']:.4f}, recall {m['recall']:.4f}, "
-                f"F1 {m['f1']:.4f}, mean IoU {m['iou_mean']:.4f}"
-            )
-        for name, keys in comparison.differences.items():
-            significant = [key for key, d in keys.items() if d["significant"]]
-            feedback.pushInfo(
-                f"{name} against {comparison.names[0]}: F1 {keys['f1']['difference']:+.4f} "
-                f"[{keys['f1']['ci'][0]:+.4f}, {keys['f1']['ci'][1]:+.4f}]; significant at "
-                f"95 %: {', '.join(significant) or 'none'}"
-            )
-
-        feedback.setProgressText(self.tr("Writing outputs"))
-        results = self._write_table(parameters, context, comparison, layers)
-        inputs = {
-            "reference": input_description(
-                self, parameters, self.REFERENCE, context, len(reference.feature_ids)
-            )
-        }
-        for k, (name, layer, features) in enumerate(zip(comparison.names, layers, predicted)):
-            inputs[f"predicted {k + 1}: {name}"] = _layer_description(layer, features)
-        report = comparison_report(comparison, inputs, provenance())
-        report["reproduce"] = reproduce(self, parameters, context)
-        results.update(write_reports(self, parameters, context, report, (
-            (self.REPORT_JSON, to_json_text),
-            (self.REPORT_HTML, render_comparison_html),
-        )))
-        f1 = [e.metrics["f1"] for e in comparison.evaluations]
-        best = max(range(len(f1)), key=lambda k: f1[k])
-        results.update(
-            {
-                "BEST_LAYER": best + 1,
-                "BEST_F1": f1[best],
-                "COUNT_SIGNIFICANT": sum(
-                    d["significant"] for keys in comparison.differences.values()
-                    for d in keys.values()
-                ),
-            }
-        )
-        feedback.setProgress(100)
-        return results
 
     def _write_table(self, parameters, context, comparison, layers) -> dict:
         if not requested(parameters, self.OUTPUT_TABLE):
             return {}
-        fields = QgsFields()
-        fields.append(QgsField("layer", FIELD_STRING))
-        fields.append(QgsField("source", FIELD_STRING))
         keys = [k for k in COMPARED_KEYS if k in comparison.evaluations[0].metrics]
-        for key in keys:
-            kind = FIELD_LONG if key.startswith("count_") else FIELD_DOUBLE
-            fields.append(QgsField(key, kind))
+        fields = [("layer", FIELD_STRING), ("source", FIELD_STRING)]
+        fields += [(key, FIELD_LONG if key.startswith("count_") else FIELD_DOUBLE) for key in keys]
         for key in DIFFERENCE_COLUMNS:
-            for suffix in ("_diff", "_diff_low", "_diff_high"):
-                fields.append(QgsField(key + suffix, FIELD_DOUBLE))
-            fields.append(QgsField(key + "_significant", FIELD_BOOL))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT_TABLE, context, fields, NO_GEOMETRY
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT_TABLE))
-        features = []
+            fields += [(key + suffix, FIELD_DOUBLE) for suffix in ("_diff", "_diff_low",
+                                                                   "_diff_high")]
+            fields.append((key + "_significant", FIELD_BOOL))
+        rows = []
         for k, (name, evaluation, layer) in enumerate(
             zip(comparison.names, comparison.evaluations, layers)
         ):
@@ -329,14 +298,40 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
                     continue
                 d = comparison.differences[name][key]
                 row += qgis_values([d["difference"], *d["ci"]]) + [bool(d["significant"])]
-            feature = QgsFeature()
-            feature.setAttributes(row)
-            features.append(feature)
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(
-                self.writeFeatureError(sink, parameters, self.OUTPUT_TABLE)
-            )
-        return {self.OUTPUT_TABLE: dest_id}
+            rows.append(row)
+        return {self.OUTPUT_TABLE: self.write_table(parameters, self.OUTPUT_TABLE, context,
+                                                    fields, rows)}
+
+
+def _log_comparison(feedback, comparison) -> None:
+    """Each layer's scores, and each difference against the first layer, in the log."""
+    for name, evaluation in zip(comparison.names, comparison.evaluations):
+        m = evaluation.metrics
+        feedback.pushInfo(
+            f"{name}: precision {m['precision']:.4f}, recall {m['recall']:.4f}, "
+            f"F1 {m['f1']:.4f}, mean IoU {m['iou_mean']:.4f}"
+        )
+    for name, keys in comparison.differences.items():
+        significant = [key for key, d in keys.items() if d["significant"]]
+        feedback.pushInfo(
+            f"{name} against {comparison.names[0]}: F1 {keys['f1']['difference']:+.4f} "
+            f"[{keys['f1']['ci'][0]:+.4f}, {keys['f1']['ci'][1]:+.4f}]; significant at "
+            f"95 %: {', '.join(significant) or 'none'}"
+        )
+
+
+def _best(comparison) -> dict:
+    """The numeric outputs: the layer of the best F1 (1-based), that F1, and the number of
+    significant differences."""
+    f1 = [e.metrics["f1"] for e in comparison.evaluations]
+    best = max(range(len(f1)), key=lambda k: f1[k])
+    return {
+        "BEST_LAYER": best + 1,
+        "BEST_F1": f1[best],
+        "COUNT_SIGNIFICANT": sum(
+            d["significant"] for keys in comparison.differences.values() for d in keys.values()
+        ),
+    }
 
 
 def _layer_name(layer) -> str:
@@ -356,7 +351,7 @@ def _layer_description(layer, features) -> dict:
     crs = layer.crs()
     return {
         "source": layer.publicSource(),
-        "layer_name": layer.name(),
+        "layer_name": _layer_name(layer),
         "crs": (crs.authid() or crs.description() or None) if crs.isValid() else None,
         "feature_count": len(features.feature_ids),
         "selected_features_only": False,

@@ -9,50 +9,43 @@ from pathlib import Path
 
 from qgis.core import (
     QgsCoordinateTransform,
-    QgsProcessingParameterFile,
     QgsField,
     QgsProcessingException,
-    QgsProcessingParameterFeatureSink,
-    QgsProcessingParameterFeatureSource,
-    QgsProcessingParameterField,
-    QgsProcessingParameterFileDestination,
+    QgsProcessingParameterFile,
 )
 
-from ..core import EvaluationCanceled, evaluate
+from ..core import evaluate
 from ..core.matching.grouping import parse_size_bins
 from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
-from ..core.util.memory import InsufficientMemoryError
+from ..core.util.checks import is_missing
 from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
 from .base import IoUEvaluationAlgorithm
-from .compat import (
-    ADVANCED,
-    FAST_INSERT,
-    FIELD_LONG,
-    FIELD_PARAMETER_NUMERIC,
-    TABLE,
-    VECTOR_POLYGON,
-)
+from .compat import FAST_INSERT, FIELD_LONG
 from .file_sync import sync_files, unsynced_sqlite
 from .geopackage import direct_location
 from .layers import (
     feature_batches,
-    forward_core_log,
     layer_crs_definition,
     read_source,
 )
 from . import parameter_help
 from .parameters import (
     add_missing_help,
+    advanced,
     bootstrap_parameters,
     boundary_parameters,
     equal_area_crs_parameter,
     equal_area_crs_value,
+    evaluation_sinks,
     iou_threshold_parameter,
     matching_parameter,
+    optional_field,
+    polygon_source,
+    report_destinations,
     requested,
     size_bins_parameter,
     strata_field_parameter,
@@ -200,129 +193,67 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.addParameter(
-            QgsProcessingParameterFeatureSource(
-                self.PREDICTED, self.tr("Predicted polygons"), [VECTOR_POLYGON]
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterFeatureSource(
-                self.REFERENCE, self.tr("Reference polygons"), [VECTOR_POLYGON]
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterField(
-                self.REFERENCE_ID_FIELD,
-                self.tr("Reference id field (keys the per-field table; default: feature id)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterField(
-                self.PREDICTED_ID_FIELD,
-                self.tr("Predicted id field (names predictions in every output; default: "
-                        "feature id only)"),
-                parentLayerParameterName=self.PREDICTED,
-                optional=True,
-            )
-        )
+        texts = parameter_help.EVALUATE_POLYGONS
+        self.addParameter(polygon_source(self.PREDICTED, "Predicted polygons", self.tr,
+                                         texts[self.PREDICTED]))
+        self.addParameter(polygon_source(self.REFERENCE, "Reference polygons", self.tr,
+                                         texts[self.REFERENCE]))
+        self.addParameter(optional_field(
+            self.REFERENCE_ID_FIELD,
+            "Reference id field (keys the per-field table; default: feature id)", self.tr,
+            self.REFERENCE))
+        self.addParameter(optional_field(
+            self.PREDICTED_ID_FIELD,
+            "Predicted id field (names predictions in every output; default: feature id only)",
+            self.tr, self.PREDICTED))
         self.addParameter(iou_threshold_parameter(self.tr))
         self.addParameter(equal_area_crs_parameter(self.tr))
-        advanced = [
-            matching_parameter(self.tr),
-            strata_field_parameter(self.tr),
-            size_bins_parameter(self.tr),
-            *boundary_parameters(self.tr),
-            *bootstrap_parameters(self.tr),
-            QgsProcessingParameterField(
-                self.SCORE_FIELD,
-                self.tr("Score field of the predicted layer (confidence: adds COCO-style AP)"),
-                parentLayerParameterName=self.PREDICTED,
-                type=FIELD_PARAMETER_NUMERIC,
-                optional=True,
-            ),
-            QgsProcessingParameterField(
-                self.PREDICTED_CLASS_FIELD,
-                self.tr("Class field of the predicted layer (class-aware matching)"),
-                parentLayerParameterName=self.PREDICTED,
-                optional=True,
-            ),
-            QgsProcessingParameterField(
-                self.REFERENCE_CLASS_FIELD,
-                self.tr("Class field of the reference layer (class-aware matching)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            ),
+        for parameter in self._advanced_parameters():
+            self.addParameter(advanced(parameter))
+        for parameter in study_area_parameters(self.tr) + evaluation_sinks(self.tr):
+            self.addParameter(parameter)
+        for parameter in report_destinations(
+            self.tr, labels=("Metrics report (JSON)", "Metrics report (HTML)"),
+            help_texts=(texts[self.REPORT_JSON], texts[self.REPORT_HTML]),
+        ):
+            self.addParameter(parameter)
+        self.add_numeric_outputs()
+        add_missing_help(self, texts)
+
+    def _advanced_parameters(self) -> list:
+        """The advanced parameters, in the order the dialog shows them."""
+        tr, predicted, reference = self.tr, self.PREDICTED, self.REFERENCE
+        return [
+            matching_parameter(tr),
+            strata_field_parameter(tr),
+            size_bins_parameter(tr),
+            *boundary_parameters(tr),
+            *bootstrap_parameters(tr),
+            optional_field(self.SCORE_FIELD,
+                           "Score field of the predicted layer (confidence: adds COCO-style AP)",
+                           tr, predicted, numeric=True),
+            optional_field(self.PREDICTED_CLASS_FIELD,
+                           "Class field of the predicted layer (class-aware matching)", tr,
+                           predicted),
+            optional_field(self.REFERENCE_CLASS_FIELD,
+                           "Class field of the reference layer (class-aware matching)", tr,
+                           reference),
             QgsProcessingParameterFile(
                 self.TAXONOMY,
-                self.tr("Taxonomy: JSON file mapping each class to its parent class(es)"),
+                tr("Taxonomy: JSON file mapping each class to its parent class(es)"),
                 extension="json",
                 optional=True,
             ),
-            QgsProcessingParameterField(
-                self.REFERENCE_IGNORE_FIELD,
-                self.tr("Ignore-region field of the reference layer (true = ignore region)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            ),
-            QgsProcessingParameterField(
-                self.PREDICTED_GROUP_FIELD,
-                self.tr("Group field of the predicted layer (image or tile id)"),
-                parentLayerParameterName=self.PREDICTED,
-                optional=True,
-            ),
-            QgsProcessingParameterField(
-                self.REFERENCE_GROUP_FIELD,
-                self.tr("Group field of the reference layer (image or tile id)"),
-                parentLayerParameterName=self.REFERENCE,
-                optional=True,
-            ),
+            optional_field(self.REFERENCE_IGNORE_FIELD,
+                           "Ignore-region field of the reference layer (true = ignore region)",
+                           tr, reference),
+            optional_field(self.PREDICTED_GROUP_FIELD,
+                           "Group field of the predicted layer (image or tile id)", tr,
+                           predicted),
+            optional_field(self.REFERENCE_GROUP_FIELD,
+                           "Group field of the reference layer (image or tile id)", tr,
+                           reference),
         ]
-        for parameter in advanced:
-            parameter.setFlags(parameter.flags() | ADVANCED)
-            self.addParameter(parameter)
-        for parameter in study_area_parameters(self.tr):
-            self.addParameter(parameter)
-        for name, label in (
-            (self.TRUE_POSITIVES, "True positives (matched predictions)"),
-            (self.FALSE_POSITIVES, "False positives (unmatched predictions)"),
-            (self.FALSE_NEGATIVES, "False negatives (unmatched references)"),
-        ):
-            self.addParameter(
-                QgsProcessingParameterFeatureSink(
-                    name, self.tr(label), VECTOR_POLYGON, optional=True, createByDefault=True
-                )
-            )
-        self.addParameter(
-            QgsProcessingParameterFeatureSink(
-                self.PER_FIELD,
-                self.tr("Per-field table (joins to the reference layer)"),
-                TABLE,
-                optional=True,
-                createByDefault=True,
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterFileDestination(
-                self.REPORT_JSON,
-                self.tr("Metrics report (JSON)"),
-                "JSON files (*.json)",
-                optional=True,
-                createByDefault=True,
-            )
-        )
-        self.addParameter(
-            QgsProcessingParameterFileDestination(
-                self.REPORT_HTML,
-                self.tr("Metrics report (HTML)"),
-                "HTML files (*.html *.htm)",
-                optional=True,
-                createByDefault=True,
-            )
-        )
-        self.add_numeric_outputs()
-        add_missing_help(self, parameter_help.EVALUATE_POLYGONS)
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         # Before QGIS's own checks, whose messages do not say what is wrong.
@@ -464,31 +395,82 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         return equal_area_crs_value(self, parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        predicted_source = self.parameterAsSource(parameters, self.PREDICTED, context)
-        reference_source = self.parameterAsSource(parameters, self.REFERENCE, context)
-        for name, source in ((self.PREDICTED, predicted_source), (self.REFERENCE, reference_source)):
+        predicted_source, reference_source = self._sources(parameters, context)
+        fields = self.checked(self._fields_given, parameters, context, predicted_source,
+                              reference_source)
+        options = self.checked(self._options, parameters, context)
+        layers = self._read_layers(parameters, context, feedback, fields, predicted_source,
+                                   reference_source)
+        if layers is None:
+            return {}
+        predicted, reference, study_area, run_warnings = layers
+        evaluation = self.run_core(
+            feedback, evaluate, predicted.geometries, reference.geometries,
+            predicted_crs=predicted.crs_wkt, reference_crs=reference.crs_wkt,
+            **self._columns(fields, predicted, reference),
+            progress=_FeedbackProgress(feedback, 20, 75),
+            # The curve of boundary F1 against the tolerance is drawn in the HTML.
+            tolerance_multiples=TOLERANCE_MULTIPLES if requested(parameters, self.REPORT_HTML)
+            else None,
+            **options,
+        )
+        if evaluation is None:
+            return {}
+        metrics = evaluation.metrics
+        feedback.pushInfo(
+            f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
+            f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
+            f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
+        )
+        feedback.setProgressText(self.tr("Writing outputs"))
+        ref_ids, id_qfield = self._reference_ids(feedback, fields, reference, reference_source)
+        outputs = EvaluationOutputs(
+            evaluation, predicted, reference, predicted_source.fields(),
+            reference_source.fields(), ref_ids, id_qfield,
+            _transform(predicted_source, reference_source, context),
+            *self._predicted_ids(feedback, fields, predicted, predicted_source),
+        )
+        results = _OutputWriter(self, parameters, context, feedback).write_all(
+            outputs, reference_source.sourceCrs())
+        if results is None or feedback.isCanceled():
+            return {}
+        feedback.setProgressText(self.tr("Writing reports"))
+        report = self._report(parameters, context, evaluation, fields, (predicted, reference),
+                              study_area, run_warnings, ref_ids)
+        results.update(write_reports(self, parameters, context, report, (
+            (self.REPORT_JSON, to_json_text),
+            (self.REPORT_HTML,
+             lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
+        )))
+        results.update(self.numeric_results(lambda key: metrics[key]))
+        feedback.setProgress(100)
+        return results
+
+    def _sources(self, parameters, context):
+        """The PREDICTED and REFERENCE sources; raises QgsProcessingException when one cannot
+        be read."""
+        sources = []
+        for name in (self.PREDICTED, self.REFERENCE):
+            source = self.parameterAsSource(parameters, name, context)
             if source is None:
                 raise QgsProcessingException(self.invalidSourceError(parameters, name))
-        try:
-            fields = self._fields_given(parameters, context, predicted_source, reference_source)
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
-        id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
-        try:
-            size_bins = parse_size_bins(self.parameterAsString(parameters, self.SIZE_BINS, context))
-            taxonomy = self._taxonomy(parameters, context)
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
-        options = {
+            sources.append(source)
+        return sources
+
+    def _options(self, parameters, context) -> dict:
+        """The keyword arguments of ``evaluate`` read from plain parameters; raises ValueError
+        naming SIZE_BINS or TAXONOMY."""
+        return {
             "iou_threshold": self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
             "equal_area_crs": self._equal_area_crs(parameters, context),
             "matching": MATCHING_METHODS[
                 self.parameterAsEnum(parameters, self.MATCHING, context)
             ],
-            "size_bins": size_bins,
+            "size_bins": parse_size_bins(
+                self.parameterAsString(parameters, self.SIZE_BINS, context)),
             "bootstrap": self.parameterAsInt(parameters, self.BOOTSTRAP, context),
             "bootstrap_seed": self.parameterAsInt(parameters, self.BOOTSTRAP_SEED, context),
-            "taxonomy": taxonomy,
+            "taxonomy": self._taxonomy(parameters, context),
             # 0 switches the tolerance metrics off and makes the spacing automatic.
             "boundary_tolerance_m": self.parameterAsDouble(
                 parameters, self.BOUNDARY_TOLERANCE, context
@@ -498,6 +480,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             ) or None,
         }
 
+    def _read_layers(self, parameters, context, feedback, fields, predicted_source,
+                     reference_source):
+        """(predicted, reference, study-area counts, the provider's warnings): both layers
+        read with the fields they need and selected by the study area; None when canceled."""
         feedback.setProgressText(self.tr("Reading layers"))
         reference = read_source(
             reference_source, feedback, (0, 10),
@@ -512,8 +498,22 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             self._geopackage(parameters, self.PREDICTED, context),
         ) if reference else None
         if predicted is None:
-            return {}
-        # Warnings of the provider's own, for the log and the report's alerts.
+            return None
+        run_warnings = self._read_warnings(parameters, context, feedback, predicted, reference)
+        # A layer without features (an empty GeoJSON file has no CRS) takes the other's CRS.
+        for features, other in ((reference, predicted), (predicted, reference)):
+            if len(features.geometries) == 0 and features.crs_wkt is None:
+                features.crs_wkt = other.crs_wkt
+        predicted, reference, study_area = self.checked(
+            apply_study_area, self, parameters, context, feedback, predicted, reference, (20, 20)
+        )
+        if predicted is None:
+            return None
+        return predicted, reference, study_area, run_warnings
+
+    def _read_warnings(self, parameters, context, feedback, predicted, reference) -> list:
+        """Warnings of the provider's own (arcs cut, the same layer twice), logged and for the
+        report's alerts."""
         run_warnings = []
         for name, features in (("reference", reference), ("predicted", predicted)):
             if features.n_curved:
@@ -528,20 +528,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         if same:
             run_warnings.append(same)
             feedback.pushWarning(same)
-        # A layer without features (an empty GeoJSON file has no CRS) takes the other's CRS.
-        for features, other in ((reference, predicted), (predicted, reference)):
-            if len(features.geometries) == 0 and features.crs_wkt is None:
-                features.crs_wkt = other.crs_wkt
-        html_requested = requested(parameters, self.REPORT_HTML)
+        return run_warnings
 
-        try:
-            predicted, reference, study_area = apply_study_area(
-                self, parameters, context, feedback, predicted, reference, (20, 20)
-            )
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
-        if predicted is None:
-            return {}
+    def _columns(self, fields, predicted, reference) -> dict:
+        """The per-row keyword arguments of ``evaluate`` from the field parameters given."""
 
         def column(features, name):
             if name not in fields:
@@ -549,97 +539,78 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             index = fields[name][1]
             return [attributes[index] for attributes in features.attributes]
 
-        try:
-            with forward_core_log(feedback):
-                evaluation = evaluate(
-                    predicted.geometries,
-                    reference.geometries,
-                    predicted_crs=predicted.crs_wkt,
-                    reference_crs=reference.crs_wkt,
-                    strata=column(reference, self.STRATA_FIELD),
-                    strata_name=fields.get(self.STRATA_FIELD, (None,))[0],
-                    reference_classes=column(reference, self.REFERENCE_CLASS_FIELD),
-                    predicted_classes=column(predicted, self.PREDICTED_CLASS_FIELD),
-                    reference_groups=column(reference, self.REFERENCE_GROUP_FIELD),
-                    predicted_groups=column(predicted, self.PREDICTED_GROUP_FIELD),
-                    reference_ignore=column(reference, self.REFERENCE_IGNORE_FIELD),
-                    predicted_scores=column(predicted, self.SCORE_FIELD),
-                    progress=_FeedbackProgress(feedback, 20, 75),
-                    # The curve of boundary F1 against the tolerance is drawn in the HTML.
-                    tolerance_multiples=TOLERANCE_MULTIPLES if html_requested else None,
-                    **options,
-                )
-        except EvaluationCanceled:
-            return {}
-        except (ValueError, InsufficientMemoryError) as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        return {
+            "strata": column(reference, self.STRATA_FIELD),
+            "strata_name": fields.get(self.STRATA_FIELD, (None,))[0],
+            "reference_classes": column(reference, self.REFERENCE_CLASS_FIELD),
+            "predicted_classes": column(predicted, self.PREDICTED_CLASS_FIELD),
+            "reference_groups": column(reference, self.REFERENCE_GROUP_FIELD),
+            "predicted_groups": column(predicted, self.PREDICTED_GROUP_FIELD),
+            "reference_ignore": column(reference, self.REFERENCE_IGNORE_FIELD),
+            "predicted_scores": column(predicted, self.SCORE_FIELD),
+        }
 
-        metrics = evaluation.metrics
-        metrics.update(study_area)
-        feedback.pushInfo(
-            f"TP {metrics['count_tp']}, FP {metrics['count_fp']}, FN {metrics['count_fn']}; "
-            f"precision {metrics['precision']:.4f}, recall {metrics['recall']:.4f}, "
-            f"F1 {metrics['f1']:.4f}, mean IoU {metrics['iou_mean']:.4f}"
-        )
-        feedback.setProgressText(self.tr("Writing outputs"))
-        writer = _OutputWriter(self, parameters, context, feedback)
-        ref_ids = (
-            [attrs[id_index] for attrs in reference.attributes]
-            if id_index >= 0
-            else reference.feature_ids.tolist()
-        )
-        if id_index >= 0 and len(set(map(str, ref_ids))) < len(ref_ids):
-            feedback.pushWarning(
-                f"REFERENCE_ID_FIELD: {fields[self.REFERENCE_ID_FIELD][0]} has repeated values: "
-                "the per-field table cannot be joined back one to one"
-            )
-        id_qfield = (
-            QgsField(reference_source.fields().at(id_index))
-            if id_index >= 0
-            else QgsField("ref_fid", FIELD_LONG)
-        )
-        pred_ids, pred_id_qfield = None, None
-        if self.PREDICTED_ID_FIELD in fields:
-            pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
-            pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
-            pred_id_qfield = QgsField(predicted_source.fields().at(pred_index))
-            if len(set(map(str, pred_ids))) < len(pred_ids):
-                feedback.pushWarning(
-                    f"PREDICTED_ID_FIELD: {pred_name} has repeated values: pred_id does not "
-                    "name one prediction (pred_fid does)"
-                )
-        outputs = EvaluationOutputs(
-            evaluation, predicted, reference, predicted_source.fields(),
-            reference_source.fields(), ref_ids, id_qfield,
-            _transform(predicted_source, reference_source, context),
-            pred_ids, pred_id_qfield,
-        )
-        results = writer.write_all(outputs, reference_source.sourceCrs())
-        if results is None or feedback.isCanceled():
-            return {}
+    def _reference_ids(self, feedback, fields, reference, reference_source):
+        """(the id of each reference row, which keys the per-field table, and its QgsField):
+        the REFERENCE_ID_FIELD's values (warnings when they are NULL or repeat), else the
+        feature ids."""
+        id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
+        if id_index < 0:
+            return reference.feature_ids.tolist(), QgsField("ref_fid", FIELD_LONG)
+        ref_ids = [attrs[id_index] for attrs in reference.attributes]
+        for message in _id_warnings(
+                "REFERENCE_ID_FIELD", fields[self.REFERENCE_ID_FIELD][0], ref_ids, "reference",
+                "the per-field table cannot be joined back one to one"):
+            feedback.pushWarning(message)
+        return ref_ids, QgsField(reference_source.fields().at(id_index))
 
-        feedback.setProgressText(self.tr("Writing reports"))
+    def _predicted_ids(self, feedback, fields, predicted, predicted_source):
+        """(the PREDICTED_ID_FIELD's value of each prediction and its QgsField; warnings when
+        they are NULL or repeat), or (None, None) without that field."""
+        if self.PREDICTED_ID_FIELD not in fields:
+            return None, None
+        pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
+        pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
+        for message in _id_warnings("PREDICTED_ID_FIELD", pred_name, pred_ids, "prediction",
+                                    "pred_id does not name one prediction (pred_fid does)"):
+            feedback.pushWarning(message)
+        return pred_ids, QgsField(predicted_source.fields().at(pred_index))
+
+    def _report(self, parameters, context, evaluation, fields, layers, study_area,
+                run_warnings, ref_ids) -> dict:
+        """The JSON report: the core's, with the inputs, the field names used, the study
+        area's counts, the provider's warnings and the reproduce block passed in."""
         inputs = {
             name: input_description(self, parameters, parameter, context,
                                     len(features.feature_ids))
-            for name, parameter, features in (("reference", self.REFERENCE, reference),
-                                              ("predicted", self.PREDICTED, predicted))
+            for name, parameter, features in (("reference", self.REFERENCE, layers[1]),
+                                              ("predicted", self.PREDICTED, layers[0]))
         }
-        report = build_report(evaluation, inputs, provenance())
-        report["parameters"].update(
-            {name.lower(): field_name for name, (field_name, _) in fields.items()}
+        return build_report(
+            evaluation, inputs, provenance(),
+            metrics=study_area,
+            parameters={name.lower(): field_name for name, (field_name, _) in fields.items()},
+            warnings=run_warnings,
+            extras=report_extras(evaluation, ref_ids),
+            reproduce=reproduce(self, parameters, context),
         )
-        report["warnings"] += run_warnings
-        report.update(report_extras(evaluation, ref_ids))
-        report["reproduce"] = reproduce(self, parameters, context)
-        results.update(write_reports(self, parameters, context, report, (
-            (self.REPORT_JSON, to_json_text),
-            (self.REPORT_HTML,
-             lambda data: render_evaluation_html(json.loads(to_json_text(data)), evaluation)),
-        )))
-        results.update(self.numeric_results(lambda key: metrics[key]))
-        feedback.setProgress(100)
-        return results
+
+
+def _id_warnings(parameter: str, field_name: str, ids: list, what: str, consequence: str):
+    """Warnings for an id field whose values do not name one row each: NULL ids (counted,
+    never taken for one repeated value) and values that repeat among the others."""
+    missing = sum(1 for value in ids if is_missing(value))
+    present = [str(value) for value in ids if not is_missing(value)]
+    repeated = len(present) - len(set(present))
+    messages = []
+    if missing:
+        messages.append(f"{parameter}: {field_name} is NULL on {count_of(missing, what)}: "
+                        f"{consequence}")
+    if repeated:
+        messages.append(f"{parameter}: {field_name} has repeated values "
+                        f"({count_of(repeated, 'row')} {plural(repeated, 'repeats', 'repeat')} an "
+                        f"earlier value): {consequence}")
+    return messages
 
 
 class _OutputWriter:

@@ -13,20 +13,18 @@ from qgis.core import (
     QgsProcessingParameterField,
 )
 
-from ..core import EvaluationCanceled
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
 from ..core.pairs.pair_table import overlap_pair_table
 from ..core.util.wording import count_of
 from .base import IoUEvaluationAlgorithm
 from .compat import (
-    FAST_INSERT,
     FIELD_DOUBLE,
     FIELD_LONG,
     MULTI_POLYGON,
     NO_GEOMETRY,
     VECTOR_POLYGON,
 )
-from .layers import feature_batches, forward_core_log, qgis_values, read_source
+from .layers import qgis_values, read_source
 from .parameters import (
     equal_area_crs_parameter,
     equal_area_crs_value,
@@ -153,24 +151,34 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
             if features[name] is None:
                 return {}
         predicted, reference = features[self.PREDICTED], features[self.REFERENCE]
-        crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
-        try:
-            with forward_core_log(feedback):
-                table = overlap_pair_table(
-                    predicted.geometries,
-                    reference.geometries,
-                    predicted_crs=predicted.crs_wkt,
-                    reference_crs=reference.crs_wkt,
-                    equal_area_crs=equal_area_crs_value(self, parameters, context),
-                    with_intersections=requested(parameters, self.INTERSECTIONS),
-                    progress=FeedbackProgress(feedback, 30, 80),
-                )
-        except EvaluationCanceled:
+        table = self.run_core(
+            feedback, overlap_pair_table, predicted.geometries, reference.geometries,
+            predicted_crs=predicted.crs_wkt,
+            reference_crs=reference.crs_wkt,
+            equal_area_crs=equal_area_crs_value(self, parameters, context),
+            with_intersections=requested(parameters, self.INTERSECTIONS),
+            progress=FeedbackProgress(feedback, 30, 80),
+        )
+        if table is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         feedback.pushInfo(f"{count_of(table.n, 'overlapping pair')} ({table.equal_area_crs})")
+        fields, columns = self._columns(table, sources, features, id_index)
+        results = {"COUNT_PAIRS": table.n}
+        for k, (name, wkb_type, crs, geometries) in enumerate(
+            self._outputs(parameters, context, table, sources, reference)
+        ):
+            dest_id = self.write_features(parameters, name, context, fields, columns,
+                                          geometries, wkb_type, crs, feedback,
+                                          (80 + 10 * k, 90 + 10 * k))
+            if dest_id is None:
+                return {}
+            results[name] = dest_id
+        feedback.setProgress(100)
+        return results
 
+    def _columns(self, table, sources, features, id_index):
+        """(fields, columns) of the pair table: pred_fid, pred_id, ref_fid, ref_id (ids when
+        their fields are given) and the metrics."""
         fields = QgsFields()
         columns = []
         for name, prefix in ((self.PREDICTED, "pred"), (self.REFERENCE, "ref")):
@@ -186,29 +194,17 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
         for name, attribute in METRIC_COLUMNS.items():
             fields.append(QgsField(name, FIELD_DOUBLE))
             columns.append(qgis_values(getattr(table.metrics, attribute)))
+        return fields, columns
 
-        results = {"COUNT_PAIRS": table.n}
+    def _outputs(self, parameters, context, table, sources, reference) -> list:
+        """(output name, geometry type, CRS, geometries) of the table and, when asked for,
+        the intersections (in the CRS the areas are measured in; none when the layers have
+        none)."""
         outputs = [(self.OUTPUT, NO_GEOMETRY, sources[self.REFERENCE].sourceCrs(), None)]
         if table.intersections is not None:
-            # In the CRS the areas are measured in; none when the layers have none.
+            crs = self.parameterAsCrs(parameters, self.EQUAL_AREA_CRS, context)
             out_crs = crs if crs.isValid() else QgsCoordinateReferenceSystem(DEFAULT_EQUAL_AREA_CRS)
             if reference.crs_wkt is None:
                 out_crs = QgsCoordinateReferenceSystem()
             outputs.append((self.INTERSECTIONS, MULTI_POLYGON, out_crs, table.intersections))
-        for k, (name, wkb_type, out_crs, geometries) in enumerate(outputs):
-            sink, dest_id = self.parameterAsSink(
-                parameters, name, context, fields, wkb_type, out_crs
-            )
-            if sink is None:
-                raise QgsProcessingException(self.invalidSinkError(parameters, name))
-            written = 0
-            for batch in feature_batches(geometries, None, columns):
-                if feedback.isCanceled():
-                    return {}
-                if not sink.addFeatures(batch, FAST_INSERT):
-                    raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
-                written += len(batch)
-                feedback.setProgress(80 + 10 * k + 10 * written / max(table.n, 1))
-            results[name] = dest_id
-        feedback.setProgress(100)
-        return results
+        return outputs

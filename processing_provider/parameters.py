@@ -20,8 +20,16 @@ from qgis.core import (
 )
 
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
-from .compat import ADVANCED, NUMBER_DOUBLE, NUMBER_INTEGER, TABLE, VECTOR_POLYGON
+from .compat import (
+    ADVANCED,
+    FIELD_PARAMETER_NUMERIC,
+    NUMBER_DOUBLE,
+    NUMBER_INTEGER,
+    TABLE,
+    VECTOR_POLYGON,
+)
 from .layers import crs_for_pyproj
+from .outputs import FALSE_NEGATIVES, FALSE_POSITIVES, PER_FIELD, TRUE_POSITIVES
 
 MATCHING_LABELS = (
     "One-to-one, greedy by descending IoU (default)",
@@ -73,8 +81,11 @@ def equal_area_crs_parameter(tr, name: str = "EQUAL_AREA_CRS"):
             # rejects a missing CRS value even when the parameter has a default.
             optional=True,
         ),
-        tr("A projected CRS in metres that preserves areas; both layers are reprojected to it "
-           "(edges first split into pieces of at most 50 m). Default EPSG:6933, WGS 84 / "
+        tr("A projected CRS in metres that preserves areas, in which areas and IoU are "
+           "measured. Longitude/latitude layers in a cylindrical equal-area CRS (such as the "
+           "default) are overlaid in longitude/latitude and their areas integrated exactly; "
+           "other layers are reprojected with each edge cut only where its image bends away "
+           "from the chord (areas within 1e-9 of 50 m pieces). Default EPSG:6933, WGS 84 / "
            "NSIDC EASE-Grid 2.0 Global."),
     )
 
@@ -211,25 +222,63 @@ def table_sink(name: str, label: str, tr, help_text: str, optional: bool = False
     )
 
 
-def report_destinations(tr, json_name: str = "REPORT_JSON", html_name: str = "REPORT_HTML"):
-    """Optional JSON and HTML report files."""
+def report_destinations(tr, json_name: str = "REPORT_JSON", html_name: str = "REPORT_HTML",
+                        labels=("Report (JSON)", "Report (HTML)"), help_texts=None):
+    """Optional JSON and HTML report files (``labels``: their labels; ``help_texts``: their
+    help, by default the generic one)."""
+    json_help, html_help = help_texts or (
+        "Metrics, parameters, inputs and library versions, machine-readable (it feeds "
+        "Check release thresholds).",
+        "The same report to read: one self-contained HTML file.",
+    )
     return [
         with_help(
             QgsProcessingParameterFileDestination(
-                json_name, tr("Report (JSON)"), "JSON files (*.json)",
+                json_name, tr(labels[0]), "JSON files (*.json)",
                 optional=True, createByDefault=True,
             ),
-            tr("Metrics, parameters, inputs and library versions, machine-readable (it feeds "
-               "Check release thresholds)."),
+            tr(json_help),
         ),
         with_help(
             QgsProcessingParameterFileDestination(
-                html_name, tr("Report (HTML)"), "HTML files (*.html *.htm)",
+                html_name, tr(labels[1]), "HTML files (*.html *.htm)",
                 optional=True, createByDefault=True,
             ),
-            tr("The same report to read: one self-contained HTML file."),
+            tr(html_help),
         ),
     ]
+
+
+def optional_field(name: str, label: str, tr, parent: str, numeric: bool = False,
+                   help_text: str | None = None):
+    """An optional field of the layer parameter ``parent`` (a number field when ``numeric``);
+    without ``help_text`` the algorithm gives its help (``add_missing_help``)."""
+    parameter = QgsProcessingParameterField(
+        name, tr(label), parentLayerParameterName=parent, optional=True,
+        **({"type": FIELD_PARAMETER_NUMERIC} if numeric else {}),
+    )
+    return with_help(parameter, tr(help_text)) if help_text else parameter
+
+
+def evaluation_sinks(tr):
+    """The outputs of an object-level evaluation, created by default: the true positives
+    (matched predictions), false positives, false negatives (polygons) and the per-field
+    table; their help comes from the algorithm (``add_missing_help``)."""
+    sinks = [
+        QgsProcessingParameterFeatureSink(
+            name, tr(label), VECTOR_POLYGON, optional=True, createByDefault=True
+        )
+        for name, label in (
+            (TRUE_POSITIVES, "True positives (matched predictions)"),
+            (FALSE_POSITIVES, "False positives (unmatched predictions)"),
+            (FALSE_NEGATIVES, "False negatives (unmatched references)"),
+        )
+    ]
+    sinks.append(QgsProcessingParameterFeatureSink(
+        PER_FIELD, tr("Per-field table (joins to the reference layer)"), TABLE, optional=True,
+        createByDefault=True,
+    ))
+    return sinks
 
 
 def requested(parameters, name) -> bool:

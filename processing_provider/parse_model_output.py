@@ -7,7 +7,6 @@ import numpy as np
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsField,
-    QgsFields,
     QgsProcessingException,
     QgsProcessingParameterBoolean,
     QgsProcessingParameterCrs,
@@ -20,12 +19,10 @@ from qgis.core import (
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
 from ..core.classmaps.rasters import inputs_left_untouched
 from ..core.util.wording import count_of
-from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
     ADVANCED,
-    FAST_INSERT,
     FIELD_INT,
     FIELD_LONG,
     FIELD_PARAMETER_STRING,
@@ -37,7 +34,7 @@ from .compat import (
     VECTOR_POINT,
     VECTOR_POLYGON,
 )
-from .layers import feature_batches, qgis_values
+from .layers import qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
@@ -62,10 +59,12 @@ oriented boxes, polygons, masks and points, wherever they sit in prose, code fen
 {"point": [y, x]} (Gemini, 0–1000), {"point_2d": [x, y]}, Gemini 2.5 "mask" PNGs (vectorised,
 pixels &gt; 127), polygons as flat lists of 2n numbers (n ≥ 3) or lists of [x, y] pairs, oriented
 boxes as four corners ({"obb": …}) or centre/size/angle; JSON cut off by a token limit
-(the complete part is read, status repaired), trailing commas and Python quotes (repaired);
-Qwen-VL &lt;ref&gt;&lt;box&gt; and Qwen2-VL &lt;|box_start|&gt;, Florence-2 &lt;loc_N&gt;,
-PaliGemma &lt;locNNNN&gt; (objects separated by " ; "), DeepSeek-VL2 &lt;|det|&gt;, GeoChat
-{&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} rotated boxes, Molmo &lt;point x y&gt;;
+(the complete part is read, status repaired), trailing commas, comments and Python quotes
+(repaired); Qwen-VL &lt;ref&gt;&lt;box&gt; and Qwen2-VL &lt;|box_start|&gt;, Florence-2
+&lt;loc_N&gt;, PaliGemma &lt;locNNNN&gt; (objects separated by " ; "), DeepSeek-VL2
+&lt;|det|&gt;, GeoChat {&lt;x1&gt;&lt;y1&gt;&lt;x2&gt;&lt;y2&gt;|&lt;θ&gt;} rotated boxes,
+Molmo &lt;point x y&gt;, Kosmos-2 &lt;patch_index_N&gt; pairs (32 × 32 cells), Florence-2's
+post-processed {'bboxes': …, 'labels': …};
 WKT anywhere in the text (any case; other numbers in the sentence are not coordinates);
 GeoJSON geometries, Features and FeatureCollections (map coordinates).</p>
 """ + HELP_CONVENTIONS + """
@@ -152,40 +151,25 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             "width": field_index(self, source, parameters, self.IMAGE_WIDTH_FIELD, context),
             "height": field_index(self, source, parameters, self.IMAGE_HEIGHT_FIELD, context),
         }
-        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
-            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
-        geotransform, raster_size = (raster_geotransform(raster) if raster is not None
-                                     else (None, None))
-        raster_crs = _raster_crs(raster) if raster is not None else None
+        raster, geotransform, raster_size, raster_crs = self._raster(parameters, context)
         read = read_columns(source, indices, feedback, (0, 10))
         if read is None:
             return {}
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
-        widths, heights = columns["width"], columns["height"]
-        if raster is not None and geotransform is None:
-            feedback.pushWarning(
-                f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
-                f"the image size of rows without one; coordinates stay in pixels")
-        if raster is not None and not raster_crs.isValid():
-            feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
-        if raster_size is not None:
-            widths = [raster_size[0] if _blank(w) else w for w in widths]
-            heights = [raster_size[1] if _blank(h) else h for h in heights]
-
-        try:
-            tables = answer_tables(
-                columns["text"], row_ids, coordinate_format(self, parameters, context),
-                widths, heights,
-                obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
-                padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
-                geotransform=geotransform, raster_size=raster_size,
-                progress=fraction_progress(feedback, 10, 80),
-            )
-        except EvaluationCanceled:
+        widths, heights = _image_sizes(feedback, raster, raster_crs, geotransform, raster_size,
+                                       columns["width"], columns["height"])
+        tables = self.run_core(
+            feedback, answer_tables,
+            columns["text"], row_ids, coordinate_format(self, parameters, context),
+            widths, heights,
+            obb_to_hbb=self.parameterAsBoolean(parameters, self.OBB_TO_HBB, context),
+            padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
+            geotransform=geotransform, raster_size=raster_size,
+            progress=fraction_progress(feedback, 10, 80),
+        )
+        if tables is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         crs = raster_crs if raster is not None else self.parameterAsCrs(
             parameters, self.CRS, context)
         id_field = (QgsField(source.fields().at(indices["id"])) if indices["id"] >= 0
@@ -205,39 +189,60 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
                                         crs if kind != NO_GEOMETRY else
                                         QgsCoordinateReferenceSystem())
         counts = tables.counts
-        if counts["count_rows_bad_image_size"]:
-            feedback.pushWarning(
-                f"{count_of(counts['count_rows_bad_image_size'], 'row')} with image width / "
-                f"height fields "
-                f"that are not two numbers > 0: read without the image size (see the warning "
-                f"column)")
-        feedback.pushInfo(
-            f"{count_of(counts['count_rows'], 'answer')}: "
-            f"{count_of(counts['count_polygons'], 'polygon')}, "
-            f"{count_of(counts['count_points'], 'point')}; {counts['count_rows_empty']} empty, "
-            f"{counts['count_rows_failed']} unreadable; "
-            f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
-            f"bounds, {counts['count_non_finite']} non-finite")
+        _log_counts(feedback, counts)
         results.update(self.numeric_results(lambda key: int(counts[key])))
         feedback.setProgress(100)
         return results
 
+    def _raster(self, parameters, context):
+        """(RASTER layer, its GDAL geotransform, (width, height), CRS), all None without one."""
+        with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
+            raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
+        if raster is None:
+            return None, None, None, None
+        geotransform, raster_size = raster_geotransform(raster)
+        return raster, geotransform, raster_size, _raster_crs(raster)
+
     def _write(self, parameters, context, name, table, kind, keys, id_field, crs):
-        fields = QgsFields()
-        fields.append(id_field)
-        for key in keys:
-            fields.append(QgsField(key, FIELD_INT if key == "index" else FIELD_STRING))
-        sink, dest_id = self.parameterAsSink(parameters, name, context, fields, kind, crs)
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, name))
+        fields = [id_field] + [(key, FIELD_INT if key == "index" else FIELD_STRING)
+                               for key in keys]
         columns = [qgis_values(table["row_id"])] + [qgis_values(table[k]) for k in keys]
         geometries = (np.array(table["geometry"] + [None], dtype=object)[:-1]
                       if kind != NO_GEOMETRY else None)
-        for features in feature_batches(geometries, None, columns):
-            if not sink.addFeatures(features, FAST_INSERT):
-                raise QgsProcessingException(self.writeFeatureError(sink, parameters, name))
-        del sink
-        return dest_id
+        return self.write_features(parameters, name, context, fields, columns, geometries,
+                                   kind, crs)
+
+
+def _image_sizes(feedback, raster, raster_crs, geotransform, raster_size, widths, heights):
+    """Each row's image width and height: the fields' values, the RASTER's size where a row
+    has none; warnings when the raster has no georeferencing or no CRS (``raster_crs``)."""
+    if raster is not None and geotransform is None:
+        feedback.pushWarning(
+            f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
+            f"the image size of rows without one; coordinates stay in pixels")
+    if raster is not None and not raster_crs.isValid():
+        feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
+    if raster_size is not None:
+        widths = [raster_size[0] if _blank(w) else w for w in widths]
+        heights = [raster_size[1] if _blank(h) else h for h in heights]
+    return widths, heights
+
+
+def _log_counts(feedback, counts) -> None:
+    """What the answers gave, in the log (a warning for unusable image sizes)."""
+    if counts["count_rows_bad_image_size"]:
+        feedback.pushWarning(
+            f"{count_of(counts['count_rows_bad_image_size'], 'row')} with image width / "
+            f"height fields "
+            f"that are not two numbers > 0: read without the image size (see the warning "
+            f"column)")
+    feedback.pushInfo(
+        f"{count_of(counts['count_rows'], 'answer')}: "
+        f"{count_of(counts['count_polygons'], 'polygon')}, "
+        f"{count_of(counts['count_points'], 'point')}; {counts['count_rows_empty']} empty, "
+        f"{counts['count_rows_failed']} unreadable; "
+        f"{count_of(counts['count_out_of_bounds'], 'geometry', 'geometries')} out of "
+        f"bounds, {counts['count_non_finite']} non-finite")
 
 
 def _blank(value) -> bool:

@@ -26,7 +26,6 @@ from .validation import polygon_source_error
 from .layers import (
     WRITE_BATCH_ROWS,
     crs_for_pyproj,
-    forward_core_log,
     qgis_values,
     read_source,
 )
@@ -111,13 +110,10 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
         features = read_source(source, feedback, (0, 50))
         if features is None:
             return {}
-        try:
-            with forward_core_log(feedback):
-                values = pixels_per_field(
-                    features.geometries, features.crs_wkt, gsd_m, equal_area_crs
-                )
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        values = self.run_core(feedback, pixels_per_field, features.geometries,
+                               features.crs_wkt, gsd_m, equal_area_crs)
+        if values is None:
+            return {}
         name = self.parameterAsString(parameters, self.FIELD_NAME, context).strip()
         new_field = QgsFields()
         new_field.append(QgsField(name, FIELD_DOUBLE))

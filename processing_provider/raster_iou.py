@@ -17,7 +17,6 @@ from qgis.core import (
 
 from ..core.reports.class_map import build_class_map_report
 from ..core.matching.labels import label_text
-from ..core.util.progress import EvaluationCanceled
 from ..core.util.wording import count_of, plural
 from ..core.classmaps.rasters import (
     inputs_left_untouched,
@@ -184,17 +183,14 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         if requested(parameters, self.AGREEMENT_RASTER):
             agreement = self.parameterAsOutputLayer(parameters, self.AGREEMENT_RASTER, context)
         feedback.setProgressText(self.tr("Comparing the rasters block by block"))
-        try:
-            result = raster_confusion(
-                predicted, reference, ignore,
-                class_table=class_table if fixed else None,
-                agreement_path=agreement,
-                progress=self.progress(feedback, 0, 90),
-            )
-        except EvaluationCanceled:
+        result = self.run_core(
+            feedback, raster_confusion, predicted, reference, ignore,
+            class_table=class_table if fixed else None,
+            agreement_path=agreement,
+            progress=self.progress(feedback, 0, 90),
+        )
+        if result is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         if not fixed and class_table:  # names from the paletted renderer
             for value, name in class_table:
                 # At the raster's precision: QGIS keeps a Float32 raster's 0.1 as
@@ -211,9 +207,8 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             inputs={
                 "reference": _raster_input(reference), "predicted": _raster_input(predicted),
             },
-            provenance={}, warnings=result.warnings,
+            warnings=result.warnings, **self.report_arguments(parameters, context),
         )
-        self.finish_report(report, parameters, context)
         shift = result.alignment["share_reference_outside_prediction"]
         feedback.pushInfo(
             f"mIoU {_fmt(report['miou'])} over "

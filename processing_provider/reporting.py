@@ -238,9 +238,7 @@ def same_layer_warning(algorithm, parameters, context,
 
     def key(name, layer):
         selected = bool(getattr(parameters.get(name), "selectedFeaturesOnly", False))
-        # Memory layers of one schema share a source text: only the layer itself is the same.
-        source = layer.id() if layer.providerType() == "memory" else layer.source()
-        return (source, layer.subsetString(),
+        return (_data_source(layer), layer.subsetString(),
                 tuple(sorted(layer.selectedFeatureIds())) if selected else None)
 
     first, second = (key(name, layer) for name, layer in zip(names, layers))
@@ -248,3 +246,36 @@ def same_layer_warning(algorithm, parameters, context,
         return None
     return (f"{names[0]} and {names[1]} are the same layer ({layers[0].publicSource()}): "
             "every feature matches itself, so the scores (F1 = 1) say nothing about a model")
+
+
+def _data_source(layer):
+    """What ``layer`` reads, written one way: for a file read by OGR, the real path of the
+    file and the name of the layer in it (a path without ``|layername=`` opens the file's
+    first layer, as OGR's provider does, and a relative path is the absolute one); for a
+    memory layer the layer itself (memory layers of one schema share a source text); else
+    the source text."""
+    if layer.providerType() == "memory":
+        return layer.id()
+    if layer.providerType() != "ogr":
+        return layer.source()
+    parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
+    path = parts.get("path") or ""
+    if not os.path.exists(path):
+        return layer.source()
+    name = parts.get("layerName") or ""
+    if not name:
+        name = _ogr_layer_name(path, parts.get("layerId"))
+    return (os.path.realpath(path), name)
+
+
+def _ogr_layer_name(path: str, layer_id) -> str:
+    """The name of layer number ``layer_id`` (default 0, the one OGR's provider opens) of the
+    file at ``path``, or "" when GDAL cannot tell."""
+    from osgeo import gdal
+
+    try:
+        dataset = gdal.OpenEx(path, gdal.OF_VECTOR | gdal.OF_READONLY)
+        layer = dataset.GetLayer(int(layer_id or 0)) if dataset is not None else None
+        return layer.GetName() if layer is not None else ""
+    except (RuntimeError, ValueError, TypeError):
+        return ""

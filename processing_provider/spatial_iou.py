@@ -4,19 +4,17 @@ footprints, an adapter over core.pairs.footprint."""
 from __future__ import annotations
 
 from qgis.core import (
-    QgsFeature,
     QgsField,
     QgsFields,
     QgsProcessingException,
     QgsProcessingParameterField,
 )
 
-from ..core import EvaluationCanceled
 from ..core.pairs.footprint import footprint_iou
 from ..core.util.wording import count_of, plural
 from .base import IoUEvaluationAlgorithm
-from .compat import FAST_INSERT, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, NO_GEOMETRY, field_type_id
-from .layers import forward_core_log, qgis_values, read_source
+from .compat import FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, field_type_id
+from .layers import qgis_values, read_source
 from .parameters import (
     equal_area_crs_parameter,
     equal_area_crs_value,
@@ -39,11 +37,17 @@ dissolved into one footprint (and, with an id field, one footprint per id), then
 box enclosing both (Zheng et al. 2020).</li>
 </ul>
 <p>Areas are in m² in the equal-area CRS (default EPSG:6933). Order of operations, as in the
-spatial IoU guide: repair invalid geometries first (make_valid, structure method), then split
-edges into pieces of at most 50 m and reproject, then dissolve and overlay (an overlay GEOS
+spatial IoU guide: repair invalid geometries first (make_valid, structure method), then
+reproject (layers in longitude/latitude evaluated in a cylindrical equal-area CRS, the default,
+stay in longitude/latitude and their areas are computed exactly; in other cases edges are split
+at points of a 50 m grid where their image bends), then dissolve and overlay (an overlay GEOS
 cannot compute is retried on a 1e-12 precision grid, else scored as no overlap), and clamp the
 ratios to their ranges. Null, empty, non-polygonal and zero-area features are dropped and
-counted in the log. Every degenerate case has a value: a footprint with no area on one side
+counted in the log. World layers are read as by every algorithm here: an edge whose longitudes
+jump by more than 180° crosses the antimeridian the short way, a ring that then winds round the
+world encloses the pole nearer its mean latitude, caps drawn flat are read as drawn, and
+longitudes within 1e-4° of ±180° in a polygon drawn across the whole map (Antarctica) are its
+edges. Every degenerate case has a value: a footprint with no area on one side
 scores IoU = Dice = 0 and GIoU = DIoU = −1; no area on either side scores 0.</p>
 <p><b>Id field</b> (optional, a field both layers have): one row per id, the rows of each
 layer with that id dissolved; ids found in one layer only are listed with IoU 0 and status
@@ -148,40 +152,21 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
             if source is None:
                 raise QgsProcessingException(self.invalidSourceError(parameters, name))
         id_field = self.parameterAsString(parameters, self.ID_FIELD, context)
-        indices = {
-            name: source.fields().lookupField(id_field) if id_field else -1
-            for name, source in sources.items()
-        }
-        features = {}
-        for (name, source), span in zip(sources.items(), ((0, 20), (20, 40))):
-            features[name] = read_source(
-                source, feedback, span, [indices[name]] if indices[name] >= 0 else []
-            )
-            if features[name] is None:
-                return {}
-        predicted, reference = features[self.PREDICTED], features[self.REFERENCE]
-
-        def ids(name):
-            if not id_field:
-                return None
-            return [attributes[indices[name]] for attributes in features[name].attributes]
-
-        try:
-            with forward_core_log(feedback):
-                result = footprint_iou(
-                    predicted.geometries,
-                    reference.geometries,
-                    predicted_crs=predicted.crs_wkt,
-                    reference_crs=reference.crs_wkt,
-                    equal_area_crs=equal_area_crs_value(self, parameters, context),
-                    predicted_ids=ids(self.PREDICTED),
-                    reference_ids=ids(self.REFERENCE),
-                    progress=FeedbackProgress(feedback, 40, 90),
-                )
-        except EvaluationCanceled:
+        read = self._read_layers(feedback, sources, id_field)
+        if read is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        (predicted, predicted_ids), (reference, reference_ids) = read
+        result = self.run_core(
+            feedback, footprint_iou, predicted.geometries, reference.geometries,
+            predicted_crs=predicted.crs_wkt,
+            reference_crs=reference.crs_wkt,
+            equal_area_crs=equal_area_crs_value(self, parameters, context),
+            predicted_ids=predicted_ids,
+            reference_ids=reference_ids,
+            progress=FeedbackProgress(feedback, 40, 90),
+        )
+        if result is None:
+            return {}
         overall = result.overall
         feedback.pushInfo(
             f"IoU {overall.iou[0]:.4f}, Dice {overall.dice[0]:.4f}, GIoU {overall.giou[0]:.4f}, "
@@ -207,6 +192,19 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
         feedback.setProgress(100)
         return results
 
+    def _read_layers(self, feedback, sources, id_field):
+        """((predicted, its ids), (reference, its ids)): each layer read with its ID_FIELD
+        (ids None without one); None when canceled."""
+        read = []
+        for source, span in zip(sources.values(), ((0, 20), (20, 40))):
+            index = source.fields().lookupField(id_field) if id_field else -1
+            features = read_source(source, feedback, span, [index] if index >= 0 else [])
+            if features is None:
+                return None
+            ids = [attributes[index] for attributes in features.attributes] if id_field else None
+            read.append((features, ids))
+        return read
+
     def _write_table(self, parameters, context, feedback, result, sources, id_field):
         """Write OUTPUT: the whole-layer row, then one row per id. None when canceled."""
         fields = QgsFields()
@@ -216,12 +214,6 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
             fields.append(QgsField(name, FIELD_DOUBLE))
         fields.append(QgsField("n_predicted", FIELD_LONG))
         fields.append(QgsField("n_reference", FIELD_LONG))
-        sink, dest_id = self.parameterAsSink(
-            parameters, self.OUTPUT, context, fields, NO_GEOMETRY,
-            sources[self.REFERENCE].sourceCrs(),
-        )
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
         rows = [[None, "all"]
                 + [float(getattr(result.overall, a)[0]) for a in METRIC_COLUMNS.values()]
                 + [result.predicted.n_input, result.reference.n_input]]
@@ -234,16 +226,10 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
                     + [column[k] for column in columns]
                     + [int(result.n_predicted_rows[k]), int(result.n_reference_rows[k])]
                 )
-        features = []
-        for row in rows:
-            feature = QgsFeature()
-            feature.setAttributes(row)
-            features.append(feature)
         if feedback.isCanceled():
             return None
-        if not sink.addFeatures(features, FAST_INSERT):
-            raise QgsProcessingException(self.writeFeatureError(sink, parameters, self.OUTPUT))
-        return {self.OUTPUT: dest_id}
+        return {self.OUTPUT: self.write_table(parameters, self.OUTPUT, context, fields, rows,
+                                              sources[self.REFERENCE].sourceCrs())}
 
     def _id_qfield(self, sources, id_field):
         """The id column: the reference field's definition when both layers' fields have

@@ -4,7 +4,6 @@ geometries, an adapter over core.text.spatial_match."""
 from __future__ import annotations
 
 from qgis.core import (
-    QgsCoordinateReferenceSystem,
     QgsField,
     QgsFields,
     QgsProcessingException,
@@ -18,22 +17,19 @@ from ..core.reports.data import to_json_text
 from ..core.text.spatial_match import ROW_COLUMNS, spatial_match
 from ..core.reports.spatial_match import build_report, render_html
 from ..core.util.wording import count_of, plural
-from ..core.util.progress import EvaluationCanceled
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .compat import (
-    FAST_INSERT,
     FIELD_BOOL,
     FIELD_DOUBLE,
     FIELD_INT,
     FIELD_LONG,
     FIELD_PARAMETER_STRING,
     FIELD_STRING,
-    NO_GEOMETRY,
     NUMBER_DOUBLE,
     TABLE,
 )
-from .layers import feature_batches, qgis_values
+from .layers import qgis_values
 from .model_text_parameters import (
     HELP_CONVENTIONS,
     IMAGE_HEIGHT_FIELD,
@@ -172,20 +168,17 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         columns, fids = read
         row_ids = columns["id"] if indices["id"] >= 0 else fids
 
-        try:
-            result = spatial_match(
-                columns["answer"], columns["expected"],
-                coordinate_format=coordinate_format(self, parameters, context),
-                image_widths=columns["width"], image_heights=columns["height"],
-                iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
-                groups=columns["group"] if indices["group"] >= 0 else None,
-                progress=fraction_progress(feedback, 10, 85),
-                padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
-            )
-        except EvaluationCanceled:
+        result = self.run_core(
+            feedback, spatial_match, columns["answer"], columns["expected"],
+            coordinate_format=coordinate_format(self, parameters, context),
+            image_widths=columns["width"], image_heights=columns["height"],
+            iou_threshold=self.parameterAsDouble(parameters, self.IOU_THRESHOLD, context),
+            groups=columns["group"] if indices["group"] >= 0 else None,
+            progress=fraction_progress(feedback, 10, 85),
+            padded_square=self.parameterAsBoolean(parameters, PADDED_SQUARE, context),
+        )
+        if result is None:
             return {}
-        except ValueError as exc:
-            raise QgsProcessingException(str(exc)) from exc
         results = {}
         if requested(parameters, self.OUTPUT):
             results[self.OUTPUT] = self._write_rows(parameters, context, source, indices,
@@ -206,14 +199,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
             (self.REPORT_HTML, lambda data: render_html(data, best_iou)),
         )))
         metrics = result.metrics
-        for warning in report["warnings"]:
-            feedback.pushWarning(warning)
-        feedback.pushInfo(
-            f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
-            f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
-            f"mean best IoU "
-            f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
-            f"hallucinated {metrics['count_hallucinated']}")
+        _log_result(feedback, report["warnings"], metrics)
         results.update(self.numeric_results(lambda key: qgis_values([metrics[key]])[0]))
         feedback.setProgress(100)
         return results
@@ -228,14 +214,17 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         fields.append(id_field)
         for name, kind in ROW_COLUMNS:
             fields.append(QgsField(name, types[kind]))
-        sink, dest_id = self.parameterAsSink(parameters, self.OUTPUT, context, fields,
-                                             NO_GEOMETRY, QgsCoordinateReferenceSystem())
-        if sink is None:
-            raise QgsProcessingException(self.invalidSinkError(parameters, self.OUTPUT))
         columns = [qgis_values(row_ids)] + [qgis_values(rows[name]) for name, _ in ROW_COLUMNS]
-        for features in feature_batches(None, None, columns):
-            if not sink.addFeatures(features, FAST_INSERT):
-                raise QgsProcessingException(self.writeFeatureError(sink, parameters,
-                                                                    self.OUTPUT))
-        del sink
-        return dest_id
+        return self.write_features(parameters, self.OUTPUT, context, fields, columns)
+
+
+def _log_result(feedback, warnings, metrics) -> None:
+    """The report's warnings and the pass count in the log."""
+    for warning in warnings:
+        feedback.pushWarning(warning)
+    feedback.pushInfo(
+        f"{metrics['count_pass']} of {count_of(metrics['count_scored'], 'row')} "
+        f"{plural(metrics['count_pass'] or metrics['count_scored'], 'passes', 'pass')}; "
+        f"mean best IoU "
+        f"{metrics['iou_mean']:.4f}; parse failures {metrics['count_parse_failures']}, "
+        f"hallucinated {metrics['count_hallucinated']}")

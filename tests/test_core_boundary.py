@@ -1,7 +1,7 @@
 """Boundary metrics (Hausdorff, mean boundary distance, length within a tolerance, UTM zones).
 
 Expected values are worked out by hand (formulas in the comments), taken from the agribound
-seed (../shared/seeds/agribound_evaluation.txt), or from agribound 1.0.1 run on the same input
+1.0 documentation ("Evaluation"), or from agribound 1.0.1 run on the same input
 (values pasted with the script's settings), and the error bounds are checked against a dense
 brute-force sampling computed inside the test.
 """
@@ -538,7 +538,7 @@ def test_spans_of_short_pieces_give_what_each_piece_searched_alone_gives(monkeyp
     # span of pieces along a segment and handed to the pieces (boundary._span_candidates).
     # The same distances as when every piece is its own span (searched alone), and some
     # pieces are not sure from their span and searched alone (the second path is run).
-    from iou_evaluation.core.boundary import distances as boundary
+    from iou_evaluation.core.boundary import _exact as boundary
 
     rng = np.random.default_rng(7)
     angles = np.sort(rng.uniform(0, 2 * np.pi, 40))

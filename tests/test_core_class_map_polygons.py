@@ -186,6 +186,20 @@ def test_an_empty_layer_is_named_as_the_reason_nothing_is_compared():
     assert not any("extents do not overlap" in w for w in result.warnings)
 
 
+@pytest.mark.parametrize("reference_classes, reason", [
+    ([None, "  "], "none of the 2 reference polygons has a class value"),
+    ([None], "the reference layer's only polygon has no class value"),
+])
+def test_a_layer_without_any_class_value_is_named_as_the_reason(reference_classes, reason):
+    # The two layers lie on the same ground: the reason is the missing classes, not the
+    # extents (which were said not to overlap).
+    squares = [shapely.box(10 * k, 0, 10 * k + 10, 10) for k in range(len(reference_classes))]
+    result = polygon_class_confusion(squares, ["a"] * len(squares), squares, reference_classes)
+    assert result.areas_m2.sum() == 0
+    assert any(f"{reason}: nothing is compared" in w for w in result.warnings)
+    assert not any("extents do not overlap" in w for w in result.warnings)
+
+
 def test_float32_class_values_match_as_numbers_and_float32_nan_is_no_class():
     # A float32 column (numpy, GDAL, pandas): 3.0 is the class "3", NaN is no class. Before,
     # np.float32 was neither a float nor missing: classes "3.0" and "nan" appeared.
@@ -237,3 +251,48 @@ def test_rows_without_class_never_move_the_result(rows):
     assert full.areas_m2 == pytest.approx(classed.areas_m2)
     assert full.alignment["area_compared_m2"] == pytest.approx(
         classed.alignment["area_compared_m2"])
+
+
+def test_a_tiling_of_classes_reports_no_overlap_of_rounding_size():
+    # 100 unit cells of lon/lat 0.01° (about 1.2 km² each) in alternating classes tile the
+    # ground: no ground is covered twice, so both overlap areas are exactly 0 and no
+    # warning says otherwise (the sums of the reprojected areas and their union differ by
+    # rounding only, ~1e-9 m², which used to be reported, even as a negative area).
+    cells = [shapely.box(10 + 0.01 * i, 45 + 0.01 * j, 10 + 0.01 * (i + 1), 45 + 0.01 * (j + 1))
+             for i in range(10) for j in range(10)]
+    classes = [("a", "b", "c")[(i * 7 + j * 3) % 3] for i in range(10) for j in range(10)]
+    result = polygon_class_confusion(cells, classes, cells, classes, predicted_crs="EPSG:4326",
+                                     reference_crs="EPSG:4326")
+    for side in ("reference_overlaps", "predicted_overlaps"):
+        overlaps = result.alignment[side]
+        assert overlaps["between_classes_m2"] == 0.0
+        assert overlaps["within_classes_m2"] == 0.0
+        assert overlaps["class_pairs"] == []
+    assert not any("same ground" in w for w in result.warnings)
+
+
+def test_longitude_latitude_layers_have_the_exact_areas_of_their_cylindrical_image():
+    # In a cylindrical equal-area CRS (EPSG:6933) a lon/lat box is a rectangle: its area is
+    # Δx·Δy of its corners projected by PROJ. Reference "a" on [10, 11] × [45, 46]; the
+    # prediction "a" on [10.5, 11.5] × [45, 46]: TP is [10.5, 11] × [45, 46], FN the
+    # reference's other half (no prediction there); the prediction's other half has no
+    # reference and is not scored (as reference nodata in a raster): FP 0.
+    import pyproj
+
+    to_map = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:6933", always_xy=True)
+
+    def rectangle(x0, x1, y0, y1):
+        (ax, bx), (ay, by) = to_map.transform([x0, x1], [y0, y1])
+        return (bx - ax) * (by - ay)
+
+    result = polygon_class_confusion([shapely.box(10.5, 45, 11.5, 46)], ["a"],
+                                     [shapely.box(10, 45, 11, 46)], ["a"],
+                                     predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                                     study_area=[shapely.box(9, 44, 12, 47)],
+                                     study_area_crs="EPSG:4326")
+    metrics = class_metrics(result.areas_m2)
+    assert metrics["tp"][0] == pytest.approx(rectangle(10.5, 11, 45, 46), rel=1e-9)
+    assert metrics["fp"][0] == 0.0
+    assert metrics["fn"][0] == pytest.approx(rectangle(10, 10.5, 45, 46), rel=1e-9)
+    assert result.alignment["area_compared_m2"] == pytest.approx(rectangle(9, 12, 44, 47),
+                                                                  rel=1e-9)

@@ -66,8 +66,8 @@ def test_class_zero_is_a_class():
 
 
 def test_seed_article_worked_example():
-    # ../shared/seeds/iou_article.txt, "Example", part 4: the seed's own inputs; its printed
-    # output is "per-class IoU [0.951 0.803 0.703]  mean IoU 0.819  pixel accuracy 0.958".
+    # The IoU article ("Intersection over Union"), "Example", part 4: the seed's own inputs; its
+    # printed output is "per-class IoU [0.951 0.803 0.703]  mean IoU 0.819  pixel accuracy 0.958".
     label, seg = seed_label_maps()
     matrix = confusion_matrix(seg, label, ClassTable([0, 1, 2], fixed=True))
     metrics = class_metrics(matrix)

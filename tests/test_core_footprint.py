@@ -1,7 +1,7 @@
 """core.pairs.footprint: footprint IoU of two layers (dissolved, and per shared id).
 
-The first four tests are the spatial IoU guide's own (../shared/seeds/spatial_iou_guide.txt),
-with the values worked out by hand where the guide only asks for a range.
+The first four tests are the spatial IoU guide's own ("Measuring Spatial IoU for LLM-Generated
+Geometries"), with the values worked out by hand where the guide only asks for a range.
 """
 
 import math

@@ -28,7 +28,7 @@ def test_square_offset_along_x_gives_s_minus_d_over_s_plus_d(s, d):
     assert iou == pytest.approx((s - d) / (s + d), rel=1e-12)
 
 
-# The table printed in ../shared/seeds/iou_article.txt (3 decimals).
+# The table printed in the IoU article, "Intersection over Union" (3 decimals).
 ARTICLE_TABLE = {
     8: (0.778, 0.600, 0.391),
     16: (0.882, 0.778, 0.620),

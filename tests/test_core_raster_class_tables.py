@@ -148,6 +148,36 @@ def test_rat_without_a_value_rule_gives_no_names_and_says_why(tmp_path):
     assert any("no value column" in w for w in result.warnings)
 
 
+def test_rat_bounds_of_an_integer_band_are_compared_as_gdal_compares_them(tmp_path):
+    # GDAL's GetRowOfValue compares a value with the bounds in double: a Byte pixel 1 is
+    # below the row [1.5, 2.5] and takes the catch-all row [-1000, 1000]; an Int16 band
+    # keeps bounds beyond its range (1e10) as they are.
+    names, saved, _ = names_of(
+        tmp_path, [1, 2, 3, 200], np.uint8,
+        columns=[("Low", gdal.GFT_Real, gdal.GFU_Min), ("High", gdal.GFT_Real, gdal.GFU_Max),
+                 ("Name", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[[1.5, 2.5, "half"], [-1000, 1000, "all"]])
+    assert names == {1: "all", 2: "half", 3: "all", 200: "all"}
+    assert [saved.GetRowOfValue(v) for v in (1, 2, 3, 200)] == [1, 0, 1, 1]  # GDAL agrees
+    names, saved, _ = names_of(
+        tmp_path, [-5, 2, 30000], np.int16,
+        columns=[("Low", gdal.GFT_Real, gdal.GFU_Min), ("High", gdal.GFT_Real, gdal.GFU_Max),
+                 ("Name", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[[-1e10, 0, "negative"], [1, 1e10, "positive"]])
+    assert names == {-5: "negative", 2: "positive", 30000: "positive"}
+
+
+def test_infinite_pixel_values_lie_in_no_linear_bin(tmp_path):
+    # A Float32 band whose pixels hold ±inf (not its nodata): those values are classes of
+    # their own, in no bin of a linearly binned RAT; the finite ones keep their bins.
+    names, _, result = names_of(
+        tmp_path, [1.0, 2.0, np.inf, -np.inf], np.float32,
+        columns=[("Class", gdal.GFT_String, gdal.GFU_Name)],
+        rows=[["a"], ["b"], ["c"], ["d"]], linear_binning=(0.0, 1.0))
+    assert names == {-np.inf: "", 1: "b", 2: "c", np.inf: ""}
+    assert result.counts.trace() == 4
+
+
 # --- class table files ---------------------------------------------------------------------
 
 def test_class_table_with_value_name_lines_keeps_commas_after_a_separator(tmp_path):
@@ -185,3 +215,44 @@ def test_values_whose_names_are_one_label_are_reported(tmp_path):
                  class_table=[(1, "For\u00eat"), (2, " fore\u0302t"), (3, "eau")])
     assert result.classes.k == 3  # raster classes are their values
     assert any("1, 2 have one name" in w for w in result.warnings)
+
+
+def test_a_decimal_comma_is_named_as_written(tmp_path):
+    path = tmp_path / "classes.csv"
+    path.write_text("value;name\n0,5;half\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: '0,5' is not a class value"):
+        read_class_table(str(path))
+
+
+def test_a_complex_band_is_refused_naming_it(tmp_path):
+    # A CFloat32 band (SAR): 1+5j and 1+0j are different numbers, but numpy's cast to real
+    # made both the class 1. Class codes are real numbers.
+    path = str(tmp_path / "complex.tif")
+    dataset = gdal.GetDriverByName("GTiff").Create(path, 2, 1, 1, gdal.GDT_CFloat32)
+    dataset.GetRasterBand(1).WriteArray(np.array([[1 + 5j, 1 + 0j]], np.complex64))
+    dataset = None
+    with pytest.raises(ValueError, match=r"PREDICTED: band 1 of .* holds complex numbers "
+                                         r"\(CFloat32\)"):
+        open_band(path, 1, "PREDICTED")
+
+
+@pytest.mark.parametrize("nodata, dtype", [(1.5, np.int16), (300, np.uint8), (-1, np.uint8)])
+def test_a_nodata_value_an_integer_band_cannot_hold_is_reported(tmp_path, nodata, dtype):
+    # No Int16 pixel equals 1.5, no Byte pixel 300 or -1: every pixel is valid, and the run
+    # says the nodata value is not one the band holds (GDAL's mask would take 1 for 1.5).
+    pixels = np.array([0, 1, 2], dtype)
+    result = run(tmp_path, pixels, pixels, reference_raster={"nodata": nodata})
+    assert result.counts.trace() == 3
+    assert result.alignment["reference_void_pixels"] == 0
+    assert [w for w in result.warnings if "nodata value" in w] == [
+        f"REFERENCE: the band's nodata value {float(nodata)!r} is not a value "
+        f"{'an Int16' if dtype is np.int16 else 'a Byte'} band holds: no pixel is taken as nodata "
+        f"(GDAL's mask of a fractional value takes its integer part); set the nodata value "
+        f"the raster uses"]
+
+
+def test_an_integral_nodata_value_is_not_reported(tmp_path):
+    pixels = np.array([0, 1, 2], np.uint8)
+    result = run(tmp_path, pixels, pixels, reference_raster={"nodata": 2})
+    assert result.alignment["reference_void_pixels"] == 1
+    assert not any("nodata value" in w for w in result.warnings)

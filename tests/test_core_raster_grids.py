@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pyproj
 import pytest
-from test_core_raster_confusion import run
+from test_core_raster_confusion import run, write_raster
 
 from iou_evaluation.core.classmaps.confusion import class_metrics
 from iou_evaluation.core.classmaps.grid_transform import (
@@ -14,6 +14,7 @@ from iou_evaluation.core.classmaps.grid_transform import (
     GridTransform,
     longitude_wrap,
 )
+from iou_evaluation.core.classmaps.rasters import open_band, raster_confusion
 
 pytest.importorskip("osgeo.gdal")
 
@@ -147,3 +148,48 @@ def test_negative_error_bound_is_refused():
     reference, predicted = utm_pair()
     with pytest.raises(ValueError, match="max_error_px"):
         GridTransform(reference, predicted, max_error_px=-1)
+
+
+def test_an_engineering_crs_keeps_the_plane_area_in_square_metres(tmp_path):
+    # A site grid in feet (no datum: PROJ cannot place it on an ellipsoid). It raised
+    # pyproj's CRSError; a pixel of 2 ft x 2 ft is (2 x 0.3048 m)^2 = 0.37161216 m².
+    engineering = ('ENGCRS["site",EDATUM["site datum"],CS[Cartesian,2],'
+                   'AXIS["x",east,LENGTHUNIT["foot",0.3048]],'
+                   'AXIS["y",north,LENGTHUNIT["foot",0.3048]]]')
+    from osgeo import gdal
+
+    pixels = np.array([[1, 2], [2, 1]], np.uint8)
+    grid = (1000, 2, 0, 5000, 0, -2)
+    paths = [write_raster(tmp_path / f"{name}.tif", pixels, grid, crs=None)
+             for name in ("p", "r")]
+    for path in paths:
+        dataset = gdal.Open(path, gdal.GA_Update)
+        dataset.SetProjection(engineering)
+        dataset = None
+    predicted, reference = (open_band(path, 1, name)
+                            for path, name in zip(paths, ("PREDICTED", "REFERENCE")))
+    result = raster_confusion(predicted, reference)
+    assert result.counts.trace() == 4
+    assert result.areas_m2.sum() == pytest.approx(4 * (2 * 0.3048) ** 2, rel=1e-12)
+    assert any("'site' is a local (engineering) CRS" in w for w in result.warnings)
+
+
+def test_a_full_disc_prediction_whose_corner_is_off_the_earth_is_scored(tmp_path):
+    # An orthographic (full-disc, as a geostationary cloud mask) prediction on a sphere of
+    # radius R centred on 30° N 10° E: its grid's corners lie off the Earth. The run raised
+    # "cannot convert float NaN to integer" (the grid shift); now every reference centre
+    # that the disc shows is scored: those with cos c = sin φ0 sin φ + cos φ0 cos φ
+    # cos(λ − λ0) > 0 (Snyder 1987, "Map Projections: A Working Manual", eq. 5-3).
+    radius = 6378137.0
+    ortho = f"+proj=ortho +lat_0=30 +lon_0=10 +R={radius} +units=m +no_defs"
+    predicted = write_raster(tmp_path / "p.tif", np.ones((200, 200), np.uint8),
+                             (-radius, radius / 100, 0, radius, 0, -radius / 100), crs=ortho)
+    reference = write_raster(tmp_path / "r.tif", np.ones((180, 360), np.uint8),
+                             (-180, 1, 0, 90, 0, -1), crs="+proj=longlat +R=6378137 +no_defs")
+    result = raster_confusion(open_band(predicted, 1, "PREDICTED"),
+                              open_band(reference, 1, "REFERENCE"))
+    lon, lat = np.meshgrid(np.radians(np.arange(360) - 179.5), np.radians(89.5 - np.arange(180)))
+    phi0, lam0 = np.radians(30), np.radians(10)
+    cos_c = np.sin(phi0) * np.sin(lat) + np.cos(phi0) * np.cos(lat) * np.cos(lon - lam0)
+    assert result.counts.sum() == np.count_nonzero(cos_c > 0)
+    assert result.alignment["subpixel_shift_reference_pixels"] is None

@@ -2,7 +2,7 @@
 
 Expected values are worked out by hand, from closed forms (the authalic latitude function for
 areas of longitude/latitude boxes on the WGS 84 ellipsoid, the sagitta of a curved edge), from
-the numbers printed in ../shared/seeds/iou_article.txt, or from pyproj.Geod (Karney's geodesic
+the numbers printed in the IoU article ("Intersection over Union"), or from pyproj.Geod (Karney's geodesic
 areas), never from this code's own output.
 """
 
@@ -666,7 +666,7 @@ def test_prepare_layer_rejects_a_single_geometry_as_programmer_error():
 
 
 def test_giou_of_the_articles_disjoint_boxes():
-    # ../shared/seeds/iou_article.txt, part 5: gaps 2, 10, 40 print GIoU -0.048, -0.200, -0.500
+    # The IoU article ("Intersection over Union"), part 5: gaps 2, 10, 40 print GIoU -0.048, -0.200, -0.500
     truth = box(10, 10, 30, 30)
     predictions = [box(30 + gap, 10, 50 + gap, 30) for gap in (2, 10, 40)]
     m = pair_metrics(predictions, truth)

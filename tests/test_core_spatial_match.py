@@ -52,6 +52,7 @@ def test_empty_answer_against_empty_expected_is_a_correct_rejection():
     row, metrics = one("No objects found.", "[]")
     assert row["passed"] and row["best_iou"] == 1.0
     assert metrics["count_true_negative"] == 1
+    assert metrics["count_empty_answers"] == 1 and metrics["empty_answer_rate"] == 1.0
     row, _ = one("[0, 0, 5, 5]", "[]")
     assert not row["passed"] and "none is expected" in row["reason"]
 

@@ -146,6 +146,19 @@ def test_class_key_strips_then_casefolds(value, key):
     assert class_key(value) == key
 
 
+def test_date_values_of_a_date_field_are_iso_text():
+    # A class field of type date (QGIS gives QDate, QDateTime): the class is "2020-01-01",
+    # as Python's own date is, not "PyQt5.QtCore.QDate(2020, 1, 1)".
+    import datetime
+
+    qt = pytest.importorskip("qgis.PyQt.QtCore")
+    QDate, QDateTime, QTime = qt.QDate, qt.QDateTime, qt.QTime  # noqa: N806
+
+    assert class_key(QDate(2020, 1, 1)) == class_key(datetime.date(2020, 1, 1)) == "2020-01-01"
+    assert class_key(QDateTime(QDate(2020, 1, 1), QTime(6, 30))) == "2020-01-01 06:30:00"
+    assert class_key(QDate()) == MISSING  # an invalid (NULL) date is no class
+
+
 def test_class_key_normalises_to_nfc_first():
     # "Forêt" as one code point (NFC) and as "e" + combining circumflex (NFD); "\u212b" is
     # the Angstrom sign, whose NFC is "\u00c5" (A with ring), casefolded "\u00e5".

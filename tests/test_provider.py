@@ -496,6 +496,40 @@ def test_without_a_predicted_id_the_layers_still_name_the_prediction_by_feature_
     assert "pred_id" not in fp.fields().names()
 
 
+def test_null_ids_are_counted_apart_from_repeated_ones(ioueval_provider):
+    # Five predictions with ids pA, NULL, pA, NULL, pB: two have no id (not "a repeated
+    # value NULL") and one repeats pA; the reference ids r1, NULL have one NULL.
+    from qgis.core import QgsProcessingFeedback
+    from qgis_layers import box_wkt, memory_layer
+    from qgis_layers import run as run_with
+
+    class Warnings(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.warnings = []
+
+        def pushWarning(self, text):  # noqa: N802
+            self.warnings.append(text)
+
+    predicted = memory_layer([box_wkt(20 * k, 0, 20 * k + 10, 10) for k in range(5)],
+                             ids=["pA", None, "pA", None, "pB"], name="p")
+    reference = memory_layer([box_wkt(0, 0, 10, 10), box_wkt(20, 0, 30, 10)],
+                             ids=["r1", None], name="r")
+    feedback = Warnings()
+    run_with(ALGORITHM, {**TEMPORARY_OUTPUTS, "PREDICTED": predicted, "REFERENCE": reference,
+                         "PREDICTED_ID_FIELD": "id", "REFERENCE_ID_FIELD": "id"},
+             feedback=feedback)
+    ids = [w for w in feedback.warnings if "_ID_FIELD" in w]
+    assert ids == [
+        "REFERENCE_ID_FIELD: id is NULL on 1 reference: the per-field table cannot be "
+        "joined back one to one",
+        "PREDICTED_ID_FIELD: id is NULL on 2 predictions: pred_id does not name one "
+        "prediction (pred_fid does)",
+        "PREDICTED_ID_FIELD: id has repeated values (1 row repeats an earlier value): "
+        "pred_id does not name one prediction (pred_fid does)",
+    ]
+
+
 def test_a_missing_predicted_id_field_is_named(ioueval_provider):
     from qgis.core import QgsProcessingException
     from qgis_layers import box_wkt, memory_layer

@@ -80,6 +80,32 @@ def test_a_class_absent_from_both_maps_is_skipped_with_a_question_mark(ioueval_p
     ]
 
 
+def test_a_skipping_condition_that_meets_only_nulls_says_it_checked_nothing(ioueval_provider,
+                                                                          tmp_path):
+    # Nothing was scored: every class's IoU is null. "per_class.*.iou? >= 0.3" skips all
+    # three, so the gate passes with nothing checked: the run must say so.
+    from qgis.core import QgsProcessingFeedback
+
+    class Warnings(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.warnings = []
+
+        def pushWarning(self, text):  # noqa: N802
+            self.warnings.append(text)
+
+    path = tmp_path / "classes.json"
+    path.write_text(json.dumps({"miou": None, "per_class": {
+        "0": {"iou": None}, "1": {"iou": None}, "2": {"iou": None}}}), encoding="utf-8")
+    feedback = Warnings()
+    result = run("ioueval:checkthresholds",
+                 {"REPORT": str(path), "CONDITIONS": "per_class.*.iou? >= 0.3; miou? >= 0"},
+                 feedback=feedback)
+    assert (result["FAILED_COUNT"], result["CHECK_COUNT"], result["SKIPPED_COUNT"]) == (0, 0, 4)
+    assert [w.split(":")[0] for w in feedback.warnings if "checked nothing" in w] == [
+        "per_class.*.iou? >= 0.3", "miou? >= 0"]
+
+
 def test_a_key_with_accents_and_spaces_needs_no_quotes(ioueval_provider, tmp_path):
     path = tmp_path / "named.json"
     path.write_text(json.dumps({"metrics": {"per_class": {"Forêt dense": {"f1": 0.75}}}},

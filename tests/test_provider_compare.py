@@ -4,6 +4,7 @@ import json
 
 import pytest
 from qgis.core import QgsProcessingException
+from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
 from qgis_layers import box_wkt, memory_layer, rows_of, run
 
 # 20 reference squares of 10 x 10 m; "first" finds 10 of them, "second" 16.
@@ -64,3 +65,22 @@ def test_one_layer_is_not_a_comparison(ioueval_provider):
             "ioueval:comparepredictions",
             {"PREDICTED_LAYERS": [memory_layer(REFERENCE)], "REFERENCE": memory_layer(REFERENCE)},
         )
+
+
+def test_layers_of_one_geopackage_are_named_by_their_layer_name(ioueval_provider, tmp_path):
+    # Opened from a path (as qgis_process does), a layer is named after the file
+    # (csb_fields): the report's "What was compared" showed that for every layer of the
+    # sample instead of the layer names written in the paths.
+    run(
+        "ioueval:comparepredictions",
+        {
+            "PREDICTED_LAYERS": [SAMPLE_PREDICTED, SAMPLE_REFERENCE],
+            "REFERENCE": SAMPLE_REFERENCE,
+            "BOOTSTRAP": 10,
+            "REPORT_JSON": str(tmp_path / "compare.json"),
+        },
+    )
+    inputs = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))["inputs"]
+    assert inputs["predicted 1: csb_2017_2024"]["layer_name"] == "csb_2017_2024"
+    assert inputs["predicted 2: csb_2016_2023"]["layer_name"] == "csb_2016_2023"
+    assert inputs["reference"]["layer_name"] == "csb_2016_2023"

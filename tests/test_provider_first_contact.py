@@ -134,3 +134,31 @@ class _RecordingFeedback(QgsProcessingFeedback):
     def reportError(self, text, fatal=False):  # noqa: N802
         self.warnings.append(text)
         super().reportError(text, fatal)
+
+
+def test_a_geopackage_named_without_its_layer_is_its_first_layer_and_warns(ioueval_provider):
+    # The sample GeoPackage holds csb_2016_2023 (first) and csb_2017_2024: the file alone
+    # opens its first layer, which is the reference itself, given by a relative path too.
+    import os
+
+    import processing
+    from conftest import ROOT, SAMPLE_GPKG
+    from test_provider import TEMPORARY_OUTPUTS
+
+    relative = os.path.relpath(SAMPLE_GPKG, os.getcwd())
+    for predicted in (str(SAMPLE_GPKG), relative):
+        feedback = _RecordingFeedback()
+        result = processing.run(ALGORITHM, {
+            **TEMPORARY_OUTPUTS, "PREDICTED": predicted,
+            "REFERENCE": f"{ROOT / 'resources' / 'csb_fields' / 'csb_fields.gpkg'}"
+                         "|layername=csb_2016_2023"}, context=QgsProcessingContext(),
+            feedback=feedback)
+        assert result["F1"] == 1.0
+        assert any("same layer" in w for w in feedback.warnings), predicted
+    # The other layer of the same file is not the same layer.
+    feedback = _RecordingFeedback()
+    processing.run(ALGORITHM, {**TEMPORARY_OUTPUTS,
+                               "PREDICTED": f"{SAMPLE_GPKG}|layername=csb_2017_2024",
+                               "REFERENCE": str(SAMPLE_GPKG)},
+                   context=QgsProcessingContext(), feedback=feedback)
+    assert not any("same layer" in w for w in feedback.warnings)

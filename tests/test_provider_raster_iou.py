@@ -88,6 +88,49 @@ def test_seed_example_and_agreement_raster(ioueval_provider, tmp_path):
     assert [round(report["per_class"][k]["iou"], 3) for k in "012"] == [0.951, 0.803, 0.703]
 
 
+@pytest.mark.parametrize("text, found", [
+    ("", "it is empty"),
+    ("# QGIS Generated Color Map Export File\nINTERPOLATION:EXACT\n",
+     "only comments and blank lines"),
+    ("forest,1\n", "only the line 'forest,1', taken as a header"),
+    ("0x10,hex\n", "only the line '0x10,hex', taken as a header"),
+])
+def test_a_class_table_without_class_rows_is_named(ioueval_provider, tmp_path, text, found):
+    # A CLASS_NAMES file with no class row (empty, or one line read as a header) fixed the
+    # classes to none: every value found was scored and the report said "file".
+    from qgis.core import QgsProcessingException
+
+    table = tmp_path / "classes.txt"
+    table.write_text(text)
+    with pytest.raises(QgsProcessingException,
+                       match=rf"CLASS_NAMES: .* holds no class row \({found}\)"):
+        run({
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1], np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1], np.uint8)),
+            "CLASS_NAMES": str(table),
+            **outputs(tmp_path),
+        })
+
+
+@pytest.mark.parametrize("extension", ["vrt", "png"])
+def test_an_agreement_raster_gdal_cannot_write_block_by_block_is_named(ioueval_provider,
+                                                                      tmp_path, extension):
+    # A .vrt holds no pixels (the run ended in GDAL's RuntimeError "Writing through
+    # VRTSourcedRasterBand is not supported"); a .png got a GeoTIFF under its name.
+    from qgis.core import QgsProcessingException
+
+    agreement = tmp_path / f"agreement.{extension}"
+    with pytest.raises(QgsProcessingException,
+                       match=rf"AGREEMENT_RASTER: .*cannot write a \.{extension} file"):
+        run({
+            "PREDICTED": write_raster(tmp_path / "p.tif", np.array([0, 1], np.uint8)),
+            "REFERENCE": write_raster(tmp_path / "r.tif", np.array([0, 1], np.uint8)),
+            "AGREEMENT_RASTER": str(agreement),
+            **outputs(tmp_path),
+        })
+    assert not agreement.exists()
+
+
 def test_bad_ignore_values_named(ioueval_provider, tmp_path):
     from qgis.core import QgsProcessingException
 

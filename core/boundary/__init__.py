@@ -1,16 +1,19 @@
-"""Boundary metrics of matched pairs: distances in UTM zones, lengths within a tolerance, pairs
-too wide for a zone, the boundary F1 curve.
+"""Boundary metrics of matched pairs: UTM zones (zones), distances (distances; the exact solver
+behind them in _exact), lengths within a tolerance, pairs too wide for a zone, the boundary F1
+curve.
 """
 
-from .distances import (  # noqa: F401
-    BOUNDARY_SAMPLE_SPACING_M,
-    BOUNDARY_MAX_SAMPLES,
+from .zones import (  # noqa: F401
     utm_epsg,
     centroid_utm_epsg,
     ZonedLayer,
     zoned_layer,
     utm_epsg_codes,
     utm_crs,
+)
+from .distances import (  # noqa: F401
+    BOUNDARY_SAMPLE_SPACING_M,
+    BOUNDARY_MAX_SAMPLES,
     PairDistances,
     matched_distances_in_utm,
     check_same_space,

@@ -16,8 +16,9 @@ import math
 import numpy as np
 import shapely
 
-from .distances import ZonedLayer
-from ..matching.summary import f1_score, ratio
+from .zones import ZonedLayer
+from ..matching.summary import f1_score
+from ..util.rates import safe_divide
 from .tolerance import tolerance_lengths_in_utm_at
 
 #: Tolerances of the curve, as multiples of the chosen boundary tolerance.
@@ -65,8 +66,8 @@ def boundary_f1_by_tolerance(
         predicted boundaries; F1 their harmonic mean; 0 on an empty denominator (1 when
         both layers are empty).
 
-    Source: agribound seed, boundary_precision / boundary_recall / boundary_f1 ("With
-    boundary_tolerance_m"), repeated at larger tolerances.
+    Source: agribound 1.0 documentation, "Evaluation": boundary_precision / boundary_recall /
+    boundary_f1 ("With boundary_tolerance_m"), repeated at larger tolerances.
     """
     counted = (np.ones(predicted.n, dtype=bool) if predicted_counted is None
                else np.asarray(predicted_counted, dtype=bool))
@@ -100,9 +101,11 @@ def boundary_f1_by_tolerance(
     out["sample"] = sample
     for k, multiple in enumerate(multiples):
         precision = float(
-            ratio(np.sum(within_pred[k][counted]), np.sum(perimeter_pred[counted]), empty)
+            safe_divide(np.sum(within_pred[k][counted]), np.sum(perimeter_pred[counted]),
+                        zero_division=empty)
         )
-        recall = float(ratio(np.sum(within_ref[k]), np.sum(perimeter_ref), empty))
+        recall = float(safe_divide(np.sum(within_ref[k]), np.sum(perimeter_ref),
+                                   zero_division=empty))
         out["multiple"].append(float(multiple))
         out["tolerance_m"].append(float(tolerances[k]))
         out["boundary_precision"].append(precision)

@@ -21,7 +21,8 @@ import numpy as np
 import pyproj
 import shapely
 
-from .distances import ZonedLayer, check_same_space, utm_crs, utm_epsg
+from .distances import check_same_space
+from .zones import ZonedLayer, utm_crs, utm_epsg
 from ..util.checks import check_positive
 from ..geometry.crs import to_crs, transformer
 from ..util.memory import check_memory
@@ -110,7 +111,8 @@ def tolerance_lengths_in_utm(
     Raises:
         ValueError: bad ``tolerance_m``, one layer planar and the other not.
 
-    Source: agribound seed, boundary_recall (reference) and boundary_precision (predicted).
+    Source: agribound 1.0 documentation, "Evaluation": boundary_recall (reference) and
+    boundary_precision (predicted).
     """
     tol = check_positive(tolerance_m, "tolerance_m")
     within_ref, perimeter_ref, within_pred, perimeter_pred = tolerance_lengths_in_utm_at(
@@ -215,8 +217,9 @@ def boundary_within_tolerance(
     Raises:
         ValueError: ``tolerance_m`` not a positive finite number.
 
-    Source: agribound seed, boundary_recall / boundary_precision ("the length of one layer's
-    boundary inside the union of circular-arc buffers of the other layer's boundaries").
+    Source: agribound 1.0 documentation, "Evaluation": boundary_recall / boundary_precision
+    ("the length of one layer's boundary inside the union of circular-arc buffers of the other
+    layer's boundaries").
     """
     tol = check_positive(tolerance_m, "tolerance_m")
     within, perimeter, _, _ = _lengths_within(

@@ -73,25 +73,33 @@ class ClassNames:
         band's precision), or None."""
         if not self.names:
             return None
-        cast = np.dtype(self.dtype).type
         if self.linear_binning is not None:
             row0, size = self.linear_binning
             if not size:
                 return None
-            row = math.floor((float(value) - row0) / size)
+            position = (float(value) - row0) / size
+            if not math.isfinite(position):  # an infinite pixel value lies in no bin
+                return None
+            row = math.floor(position)
             return row if 0 <= row < len(self.names) else None
         if self.low is None and self.high is None:  # category names: indexed by value
             number = float(value)
             row = int(number) if number.is_integer() else -1
             return row if 0 <= row < len(self.names) else None
         # GDAL's scan (skip rows whose minimum is above v, then rows whose maximum is below
-        # it) returns the first row with minimum <= v <= maximum.
-        v = cast(value)
+        # it) returns the first row with minimum <= v <= maximum. A floating-point band's
+        # values are compared at its precision (its 0.1 is the bound 0.1); an integer
+        # band's in float64, as GDAL compares them: its integers are exact there, while a
+        # bound cast to the band's type would be truncated (1.5 to 1) or wrap (-1000 to 24
+        # in Byte).
+        compare = self.dtype if np.dtype(self.dtype).kind == "f" else "float64"
+        v = np.dtype(compare).type(value)
         fits = np.ones(len(self.names), dtype=bool)
-        if self.low is not None:
-            fits &= np.asarray(self.low, dtype=self.dtype) <= v
-        if self.high is not None:
-            fits &= v <= np.asarray(self.high, dtype=self.dtype)
+        with np.errstate(over="ignore"):  # a bound beyond Float32 is ±inf there
+            if self.low is not None:
+                fits &= np.asarray(self.low, dtype=compare) <= v
+            if self.high is not None:
+                fits &= v <= np.asarray(self.high, dtype=compare)
         return int(np.argmax(fits)) if fits.any() else None
 
 
@@ -187,7 +195,7 @@ def read_class_table(path: str) -> list[tuple]:
 
     Raises ValueError naming the file and line when a value is repeated, not finite (NaN,
     infinity) or a line has no usable structure, and naming the file when it is not UTF-8
-    text.
+    text or holds no class row.
     """
     try:
         with open(path, encoding="utf-8-sig") as handle:
@@ -205,9 +213,8 @@ def read_class_table(path: str) -> list[tuple]:
             if not rows and not header:
                 header = text  # one header row; a second non-numeric row is an error
                 continue
-            first = re.split(r"[,;\t ]", text, maxsplit=1)[0]
-            raise ValueError(f"CLASS_NAMES: {path} line {number}: {first!r} is not a "
-                             f"class value")
+            raise ValueError(f"CLASS_NAMES: {path} line {number}: {_first_field(text)!r} "
+                             f"is not a class value")
         value, name = parsed
         if not math.isfinite(value):
             raise ValueError(f"CLASS_NAMES: {path} line {number}: {value!r} is not a "
@@ -217,7 +224,28 @@ def read_class_table(path: str) -> list[tuple]:
             raise ValueError(f"CLASS_NAMES: {path} line {number}: value {value} repeated")
         seen.add(value)
         rows.append((value, _text(name)))
+    if not rows:
+        # An empty file, or a single line that is not a class row (names and values swapped,
+        # a hexadecimal code): fixing the classes to none would silently score every value
+        # found instead.
+        found = (f"only the line {header!r}, taken as a header" if header else
+                 "only comments and blank lines" if any(line.strip() for line in lines) else
+                 "it is empty")
+        raise ValueError(f"CLASS_NAMES: {path} holds no class row ({found}); give one "
+                         f"'value,name' line per class")
     return rows
+
+
+def _split(text: str) -> list:
+    """A ``value,name`` line cut at its first separator (tab, else semicolon, else comma,
+    else spaces)."""
+    separator = next((s for s in ("\t", ";", ",") if s in text), None)
+    return text.split(separator, 1) if separator else text.split(None, 1)
+
+
+def _first_field(text: str) -> str:
+    """The value field of a line as ``_class_line`` reads it."""
+    return _split(text)[0].strip()
 
 
 def _class_line(text: str):
@@ -226,8 +254,7 @@ def _class_line(text: str):
         match = pattern.match(text)
         if match:
             return float(match.group(1)), (match.group(6) or "")
-    separator = next((s for s in ("\t", ";", ",") if s in text), None)
-    parts = text.split(separator, 1) if separator else text.split(None, 1)
+    parts = _split(text)
     try:
         value = float(parts[0])
     except ValueError:

@@ -21,7 +21,7 @@ Sources: Everingham et al. (2010), "The PASCAL Visual Object Classes (VOC) Chall
 Convolutional Networks for Semantic Segmentation", CVPR, §5 (pixel accuracy, mean IU,
 frequency weighted IU); Story & Congalton (1986), "Accuracy assessment: a user's
 perspective", PE&RS 52(3) (user's and producer's accuracy); Dice (1945), Ecology 26(3);
-../shared/seeds/iou_article.txt (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
+the IoU article, "Intersection over Union" (formulas, the 0/0 trap, Dice = 2 IoU / (1 + IoU)).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..util.rates import safe_divide
 
 #: Labels of the two extra prediction rows.
 OTHER = "other"
@@ -301,7 +303,7 @@ def class_metrics(matrix: np.ndarray) -> dict:
     fn = reference_total - tp
     union = tp + fp + fn
     present = union > 0
-    iou = _divide(tp, union)
+    iou = safe_divide(tp, union, zero_division=np.nan)
     total = m.sum()
     n_present = int(present.sum())
     reference_sum = reference_total.sum()
@@ -310,34 +312,27 @@ def class_metrics(matrix: np.ndarray) -> dict:
         "fp": fp,
         "fn": fn,
         "iou": iou,
-        "dice": _divide(2 * tp, 2 * tp + fp + fn),
-        "precision": _divide(tp, tp + fp),
-        "recall": _divide(tp, tp + fn),
+        "dice": safe_divide(2 * tp, 2 * tp + fp + fn, zero_division=np.nan),
+        "precision": safe_divide(tp, tp + fp, zero_division=np.nan),
+        "recall": safe_divide(tp, tp + fn, zero_division=np.nan),
         "reference_total": reference_total,
         "predicted_total": predicted_total,
         "present": present,
         "miou": float(iou[present].mean()) if n_present else float("nan"),
-        "fwiou": float((reference_total * np.nan_to_num(iou)).sum() / reference_sum)
-        if reference_sum > 0 else float("nan"),
-        "pixel_accuracy": float(tp.sum() / total) if total > 0 else float("nan"),
-        "miou_absent_as_zero": float(np.nan_to_num(iou).sum() / k) if k else float("nan"),
+        "fwiou": float(safe_divide((reference_total * np.nan_to_num(iou)).sum(), reference_sum,
+                                   zero_division=np.nan)),
+        "pixel_accuracy": float(safe_divide(tp.sum(), total, zero_division=np.nan)),
+        "miou_absent_as_zero": float(safe_divide(np.nan_to_num(iou).sum(), k,
+                                                 zero_division=np.nan)),
         "n_present": n_present,
         "n_classes": k,
     }
 
 
-def _divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den elementwise, NaN where den is 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
 def normalised(matrix: np.ndarray, axis: int) -> np.ndarray:
     """Row- (axis=1) or column-normalised (axis=0) shares of a matrix; NaN for empty lines."""
     m = np.asarray(matrix, dtype=np.float64)
-    sums = m.sum(axis=axis, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), np.nan)
+    return safe_divide(m, m.sum(axis=axis, keepdims=True), zero_division=np.nan)
 
 
 def conventions(metrics: dict) -> dict:

@@ -18,6 +18,7 @@ plane is 1 km² of ground). Areas are always on the ground, on the CRS's ellipso
   reported as ``per_pixel_relative_bound`` (the largest relative difference between two
   neighbouring cells). A CRS whose ground area equals its plane area within
   ``EQUAL_AREA_TOLERANCE`` everywhere on the grid (an equal-area CRS) keeps the plane area;
+- **an engineering (local) CRS** (no geodetic datum): the plane area in m², with a note;
 - **no CRS**: squared pixel units, with a note.
 """
 
@@ -102,6 +103,13 @@ def pixel_areas(geotransform, width: int, height: int, crs: pyproj.CRS | None,
         return _geographic(gt, height, crs, rotated)
     factor = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
     plane_m2 = det * factor * factor
+    if crs.geodetic_crs is None:
+        # An engineering (local) CRS, as a site survey or a drone mosaic has: no ellipsoid to
+        # place the grid on (PROJ has no transformation to longitude/latitude).
+        return PixelAreas(uniform_m2=plane_m2, note=(
+            f"the reference CRS {crs.name!r} is a local (engineering) CRS, not tied to "
+            f"the Earth: areas are in its plane"),
+            description={"method": "plane (engineering CRS)", "plane_pixel_m2": plane_m2})
     ground, step, failed = _lattice_ground_areas(gt, width, height, crs, plane_m2)
     ratio = plane_m2 / ground
     finite = np.isfinite(ratio)

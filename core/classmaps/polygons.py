@@ -31,6 +31,7 @@ from ..pairs.overlap import intersection_area, overlap_pairs
 from ..util.parallel import ProgressCallback
 from ..util.wording import count_of, plural
 from ..geometry.prepare import prepare_layer
+from ..geometry.exact_area import lonlat_area_for
 
 logger = logging.getLogger(__name__)
 
@@ -104,30 +105,55 @@ def polygon_class_confusion(
     ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
     step = _steps(progress)
 
-    ref = prepare_layer(reference, ref_crs, ea_crs, "reference", step(0.0, 0.3))
-    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", step(0.3, 0.6))
-    warnings = check_equal_area(ea_crs, [ref.geometries, pred.geometries])
+    # Geographic layers (and study area) in a cylindrical equal-area CRS are overlaid in
+    # longitude/latitude with exact areas, as evaluate does: no densified copies.
+    crs_list = [ref_crs, pred_crs]
+    if study_area is not None:
+        crs_list.append(resolve_crs(study_area_crs, "study_area_crs"))
+    lonlat = lonlat_area_for(crs_list, ea_crs) if ea_crs is not None else None
+    ref = prepare_layer(reference, ref_crs, ea_crs, "reference", step(0.0, 0.3), lonlat)
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", step(0.3, 0.6), lonlat)
+    area = ref.area_of
+    warnings = check_equal_area(ea_crs, [ref.overlay, pred.overlay], lonlat)
     ref_values = [reference_classes[i] for i in ref.keep.tolist()]
     pred_values = [predicted_classes[i] for i in pred.keep.tolist()]
     ref_labels = normalise_labels(ref_values, case_insensitive=True)
     pred_labels = normalise_labels(pred_values, case_insensitive=True)
-    extent, extent_kind = _area_compared(ref.geometries[ref_labels != MISSING],
-                                         pred.geometries[pred_labels != MISSING],
-                                         study_area, study_area_crs, ref_crs, ea_crs)
-    ref_parts = _dissolve_by_class(ref.geometries, ref_labels, extent)
-    pred_parts = _dissolve_by_class(pred.geometries, pred_labels, extent)
+    extent, extent_kind = _area_compared(ref.overlay[ref_labels != MISSING],
+                                         pred.overlay[pred_labels != MISSING],
+                                         study_area, study_area_crs, ref_crs, ea_crs, lonlat)
+    ref_parts = _dissolve_by_class(ref.overlay, ref_labels, extent, area)
+    pred_parts = _dissolve_by_class(pred.overlay, pred_labels, extent, area)
     step(0.6, 0.7)(1.0)
 
     keys = _natural_order(set(ref_parts.labels) | set(pred_parts.labels))
     spelling = _spellings(ref_labels, ref_values, pred_labels, pred_values)
     classes = confusion.ClassTable([spelling[key] for key in keys])
-    k = classes.k
+    areas = _area_matrix(ref_parts, pred_parts, keys, step, area)
+    alignment = _alignment(ea_crs, extent, extent_kind, (ref, ref_labels, ref_parts),
+                           (pred, pred_labels, pred_parts), areas, area)
+    warnings += _class_warnings((ref_labels, ref_parts), (pred_labels, pred_parts))
+    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()),
+                                (ref_labels, pred_labels))
+    if nothing:
+        warnings.append(nothing)
+    for message in warnings:
+        logger.warning(message)
+    return PolygonClassConfusion(classes, areas, alignment, warnings)
+
+
+def _area_matrix(ref_parts, pred_parts, keys, step, area=shapely.area) -> np.ndarray:
+    """The (K + 2, K) matrix of areas in m² (rows = prediction classes, OTHER, NO_PREDICTION;
+    columns = reference classes, in the order of ``keys``) from the class parts of both
+    layers: their overlaps, and the reference ground no predicted polygon covers (``area``:
+    the area function of the parts' space, ``PreparedLayer.area_of``)."""
+    k = len(keys)
     areas = confusion.new_matrix(k, np.float64)
     position = {key: i for i, key in enumerate(keys)}
     r_pos = np.array([position[c] for c in ref_parts.labels], dtype=np.int64)
     p_pos = np.array([position[c] for c in pred_parts.labels], dtype=np.int64)
     pairs = overlap_pairs(ref_parts.geometries, ref_parts.area_m2, pred_parts.geometries,
-                          pred_parts.area_m2, step(0.7, 0.95))
+                          pred_parts.area_m2, step(0.7, 0.95), area=area)
     np.add.at(areas, (p_pos[pairs.predicted], r_pos[pairs.reference]), pairs.intersection_m2)
     # Reference ground of each class that no predicted polygon covers.
     predicted_union = shapely.union_all(pred_parts.geometries) if len(pred_parts.labels) else None
@@ -135,15 +161,25 @@ def polygon_class_confusion(
         covered = np.zeros(len(ref_parts.labels))
     else:
         covered = intersection_area(
-            ref_parts.geometries, np.full(len(ref_parts.labels), predicted_union, dtype=object)
+            ref_parts.geometries, np.full(len(ref_parts.labels), predicted_union, dtype=object),
+            area,
         )
     areas[k + 1, r_pos] = np.maximum(ref_parts.area_m2 - covered, 0.0)
     step(0.95, 1.0)(1.0)
+    return areas
 
-    alignment = {
+
+def _alignment(ea_crs, extent, extent_kind: str, reference, predicted, areas,
+               area=shapely.area) -> dict:
+    """The report's "alignment": the CRS and area compared, each layer's area, rows and
+    overlaps (``reference``, ``predicted``: (prepared layer, labels, class parts))."""
+    (ref, ref_labels, ref_parts), (pred, pred_labels, pred_parts) = reference, predicted
+    k = areas.shape[1]
+    return {
         "equal_area_crs": crs_label(ea_crs),
         "extent": extent_kind,
-        "area_compared_m2": float(extent.area) if extent is not None else 0.0,
+        "area_compared_m2": float(area(np.array([extent], dtype=object))[0])
+        if extent is not None else 0.0,
         "reference_area_m2": float(ref_parts.union_area_m2),
         "predicted_area_m2": float(pred_parts.union_area_m2),
         "reference_outside_prediction_m2": float(areas[k + 1].sum()),
@@ -154,30 +190,33 @@ def polygon_class_confusion(
         "reference_overlaps": ref_parts.overlaps(),
         "predicted_overlaps": pred_parts.overlaps(),
     }
-    for name, parts in (("reference", ref_parts), ("predicted", pred_parts)):
+
+
+def _class_warnings(reference, predicted) -> list:
+    """Warnings about the classes of each layer (``reference``, ``predicted``: (labels, class
+    parts)): ground of several classes, polygons without a class."""
+    warnings = []
+    for name, (_, parts) in (("reference", reference), ("predicted", predicted)):
         between = parts.overlaps()["between_classes_m2"]
         if between > 0:
             warnings.append(
                 f"the {name} layer has polygons of different classes on the same ground "
                 f"({between:.1f} m²): that ground counts once in each of its classes"
             )
-    for name, labels in (("reference", ref_labels), ("predicted", pred_labels)):
+    for name, (labels, _) in (("reference", reference), ("predicted", predicted)):
         missing = int(np.count_nonzero(labels == MISSING))
         if missing:
             warnings.append(f"{count_of(missing, f'{name} polygon')} "
                             f"{plural(missing, 'has', 'have')} no class value and "
                             f"{plural(missing, 'is', 'are')} not scored")
-    nothing = _nothing_compared(ref, pred, extent, extent_kind, float(areas.sum()))
-    if nothing:
-        warnings.append(nothing)
-    for message in warnings:
-        logger.warning(message)
-    return PolygonClassConfusion(classes, areas, alignment, warnings)
+    return warnings
 
 
-def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> str | None:
-    """Why the matrix is empty (None when it is not): an empty layer, an empty area
-    compared, or no classed reference ground inside it."""
+def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float,
+                      labels=None) -> str | None:
+    """Why the matrix is empty (None when it is not): an empty layer, a layer none of whose
+    polygons has a class (``labels``: the reference's and the prediction's normalised labels),
+    an empty area compared, or no classed reference ground inside it."""
     if total_m2 > 0:
         return None
     for name, layer in (("reference", ref), ("predicted", pred)):
@@ -185,6 +224,13 @@ def _nothing_compared(ref, pred, extent, extent_kind: str, total_m2: float) -> s
             return (f"the {name} layer has no polygon to score "
                     f"({count_of(layer.n_input, 'row')} read, "
                     f"{layer.n_dropped} dropped): nothing is compared")
+    for name, layer_labels in zip(("reference", "predicted"), labels or ()):
+        if not np.any(layer_labels != MISSING):
+            which = (f"the {name} layer's only polygon has no class value"
+                     if len(layer_labels) == 1 else
+                     f"none of the {count_of(len(layer_labels), f'{name} polygon')} has a "
+                     f"class value")
+            return f"{which}: nothing is compared"
     if extent is None or extent.is_empty:
         if extent_kind.startswith("study area"):
             return "the study area has no polygon: nothing is compared"
@@ -206,11 +252,13 @@ def _steps(progress):
     return step
 
 
-def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, ea_crs):
+def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, ea_crs,
+                   lonlat=None):
     """(polygon or None, description): the study area prepared like the layers, or the
-    intersection of the bounding boxes, in the equal-area CRS, of the two layers' rows that
-    have a class (``ref_geoms``, ``pred_geoms``: the rows that are scored; a row without a
-    class moves nothing)."""
+    intersection of the bounding boxes, in the layers' overlay space (the equal-area CRS, or
+    longitude/latitude with ``lonlat``), of the two layers' rows that have a class
+    (``ref_geoms``, ``pred_geoms``: the rows that are scored; a row without a class moves
+    nothing)."""
     if study_area is not None:
         crs = resolve_crs(study_area_crs, "study_area_crs")
         if (crs is None) != (ref_crs is None):
@@ -220,10 +268,10 @@ def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, e
                 "STUDY_AREA: the study area has a CRS but the layers have none; remove it or "
                 "assign the layers theirs"
             )
-        layer = prepare_layer(study_area, crs, ea_crs, "study area")
+        layer = prepare_layer(study_area, crs, ea_crs, "study area", lonlat_area=lonlat)
         if layer.n == 0:
             return None, "study area (empty)"
-        return shapely.union_all(layer.geometries), "study area"
+        return shapely.union_all(layer.overlay), "study area"
     if len(ref_geoms) == 0 or len(pred_geoms) == 0:
         return None, "overlap of the layers' extents (empty)"
     a = shapely.total_bounds(ref_geoms)
@@ -232,6 +280,17 @@ def _area_compared(ref_geoms, pred_geoms, study_area, study_area_crs, ref_crs, e
     if box[0] >= box[2] or box[1] >= box[3]:
         return None, "overlap of the layers' extents (empty)"
     return shapely.box(*box), "overlap of the layers' extents"
+
+
+#: Relative rounding of a sum of overlay areas against their union's area (GEOS's overlays
+#: are exact to about 1e-15 relative per vertex; 1e-9 of the layer's area leaves every
+#: overlap a map can hold, a square metre of a 1,000 km² layer included).
+_OVERLAY_ROUNDING = 1e-9
+
+
+def _beyond_rounding(value: float, scale: float) -> float:
+    """``value`` (m²), or 0.0 when it is within ``scale`` of 0."""
+    return float(value) if value > scale else 0.0
 
 
 @dataclass
@@ -246,17 +305,23 @@ class _Dissolved:
     pair_overlaps: list
 
     def overlaps(self) -> dict:
-        """Ground covered more than once in this layer, in m²."""
+        """Ground covered more than once in this layer, in m²: differences of sums of areas
+        and of their union, so a difference within ``_OVERLAY_ROUNDING`` of the layer's area
+        (the rounding of the overlays: a tiling of classes gives ±1e-9 m² on 100 fields) is
+        0, never a negative area or an overlap that is not there."""
+        classes_m2 = float(self.area_m2.sum())
+        scale = _OVERLAY_ROUNDING * max(self.sum_of_rows_m2, classes_m2, 0.0)
         return {
-            "between_classes_m2": float(self.area_m2.sum() - self.union_area_m2),
-            "within_classes_m2": float(self.sum_of_rows_m2 - self.area_m2.sum()),
+            "between_classes_m2": _beyond_rounding(classes_m2 - self.union_area_m2, scale),
+            "within_classes_m2": _beyond_rounding(self.sum_of_rows_m2 - classes_m2, scale),
             "class_pairs": [
                 {"classes": [a, b], "area_m2": area} for a, b, area in self.pair_overlaps
             ],
         }
 
 
-def _dissolve_by_class(geoms: np.ndarray, labels: np.ndarray, extent) -> _Dissolved:
+def _dissolve_by_class(geoms: np.ndarray, labels: np.ndarray, extent,
+                       area=shapely.area) -> _Dissolved:
     """Cut each row to ``extent`` and merge each class's rows into one geometry.
 
     The loop runs over classes (few), not rows; each union is one vectorised GEOS call.
@@ -268,25 +333,26 @@ def _dissolve_by_class(geoms: np.ndarray, labels: np.ndarray, extent) -> _Dissol
     else:
         geoms = shapely.intersection(geoms[has_class], extent)
         labels = labels[has_class]
-    rows_area = shapely.area(geoms) if len(geoms) else np.zeros(0)
+    rows_area = area(geoms) if len(geoms) else np.zeros(0)
     out_labels, out_geoms = [], []
     for label in _natural_order(set(labels.tolist())):
         merged = shapely.union_all(geoms[labels == label])
         merged = _polygonal(merged)
-        if merged is not None and merged.area > 0:
+        if merged is not None and area(np.array([merged], dtype=object))[0] > 0:
             out_labels.append(label)
             out_geoms.append(merged)
     dissolved = np.array(out_geoms, dtype=object)
-    area = shapely.area(dissolved) if len(dissolved) else np.zeros(0)
-    union = float(shapely.union_all(dissolved).area) if len(dissolved) else 0.0
+    areas = area(dissolved) if len(dissolved) else np.zeros(0)
+    union = float(area(np.array([shapely.union_all(dissolved)], dtype=object))[0]) \
+        if len(dissolved) else 0.0
     pair_overlaps = []
     if len(dissolved) > 1:
-        pairs = overlap_pairs(dissolved, area, dissolved, area)
+        pairs = overlap_pairs(dissolved, areas, dissolved, areas, area=area)
         for i, j, inter in zip(pairs.reference.tolist(), pairs.predicted.tolist(),
                                pairs.intersection_m2.tolist()):
             if i < j:
                 pair_overlaps.append((out_labels[i], out_labels[j], inter))
-    return _Dissolved(out_labels, dissolved, area, float(rows_area.sum()), union, pair_overlaps)
+    return _Dissolved(out_labels, dissolved, areas, float(rows_area.sum()), union, pair_overlaps)
 
 
 def _polygonal(geometry):

@@ -163,8 +163,9 @@ def inputs_left_untouched():
 def open_band(path: str, band: int, name: str) -> RasterBand:
     """Describe band ``band`` of the raster ``path``.
 
-    Raises ValueError naming ``name`` when GDAL cannot open it or the band does not exist. A
-    raster without georeferencing has GDAL's default grid (origin 0, pixel size 1) and no CRS.
+    Raises ValueError naming ``name`` when GDAL cannot open it, the band does not exist or
+    holds complex numbers (not class codes). A raster without georeferencing has GDAL's
+    default grid (origin 0, pixel size 1) and no CRS.
     """
     from osgeo import gdal
 
@@ -182,6 +183,11 @@ def open_band(path: str, band: int, name: str) -> RasterBand:
     from osgeo import gdal_array
 
     dtype = np.dtype(gdal_array.GDALTypeCodeToNumericTypeCode(raster_band.DataType)).name
+    if gdal.DataTypeIsComplex(raster_band.DataType):
+        # numpy would drop the imaginary part when codes are compared: 1+5j would be class 1.
+        raise ValueError(f"{name}: band {band} of {path} holds complex numbers "
+                         f"({gdal.GetDataTypeName(raster_band.DataType)}): a class raster "
+                         f"holds real class codes (choose the band of class codes)")
     return RasterBand(
         path=str(path),
         band=band,
@@ -258,7 +264,8 @@ def raster_confusion(
 
     Raises ValueError when exactly one raster has a CRS, the CRSs cannot be transformed,
     ``transform_error_px`` is negative, two values of a class table are one number at a
-    raster's precision, or the rasters hold more than ``MAX_CLASSES`` distinct values.
+    raster's precision, the rasters hold more than ``MAX_CLASSES`` distinct values, or
+    ``agreement_path`` names a format GDAL cannot write block by block (.vrt, .png, .jpg).
     """
     if (predicted.crs is None) != (reference.crs is None):
         raise ValueError(
@@ -272,6 +279,43 @@ def raster_confusion(
     tally = _Tally(predicted, reference, [float(v) for v in ignore_values], class_table,
                    areas, agreement=bool(agreement_path))
 
+    _stream(predicted, reference, locate, tally, agreement_path, block_pixels, progress)
+    tally.finish()
+    classes, warnings = tally.classes, tally.warnings
+    if not class_table:
+        for band in (reference, predicted):
+            for k, value in enumerate(classes.values):
+                if not classes.names[k]:
+                    classes.names[k] = band.class_names.name(value)
+    warnings.extend(_shared_names(classes))
+    for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
+        if band.class_names.note and not class_table:
+            warnings.append(f"{name}: {band.class_names.note}")
+    if areas.note:
+        warnings.append(areas.note)
+    if not tally.counts.sum():
+        warnings.append(_nothing_scored(tally.pixels))
+    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
+                             ("REFERENCE", reference, "are left out as nodata")):
+        if band.mask:
+            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
+                            f"{role}")
+    for name, band in (("PREDICTED", predicted), ("REFERENCE", reference)):
+        message = _nodata_not_held(band)
+        if message:
+            warnings.append(f"{name}: {message}")
+    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
+    alignment["pixel_area"] = areas.description
+    for message in warnings:
+        logger.warning(message)
+    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
+
+
+def _stream(predicted: RasterBand, reference: RasterBand, locate, tally, agreement_path,
+            block_pixels: int, progress) -> None:
+    """Read the reference in blocks of lines and the prediction under each block into the
+    tally (``_Tally``), writing the agreement raster alongside (removed when a block fails
+    or the run is canceled); GDAL's block cache is dropped after each tile row."""
     from osgeo import gdal
 
     gdal.UseExceptions()
@@ -316,31 +360,6 @@ def raster_confusion(
         raise
     if writer is not None:
         writer.close()
-    tally.finish()
-    classes, warnings = tally.classes, tally.warnings
-    if not class_table:
-        for band in (reference, predicted):
-            for k, value in enumerate(classes.values):
-                if not classes.names[k]:
-                    classes.names[k] = band.class_names.name(value)
-    warnings.extend(_shared_names(classes))
-    for name, band in (("REFERENCE", reference), ("PREDICTED", predicted)):
-        if band.class_names.note and not class_table:
-            warnings.append(f"{name}: {band.class_names.note}")
-    if areas.note:
-        warnings.append(areas.note)
-    if not tally.counts.sum():
-        warnings.append(_nothing_scored(tally.pixels))
-    for name, band, role in (("PREDICTED", predicted, "count as no prediction"),
-                             ("REFERENCE", reference, "are left out as nodata")):
-        if band.mask:
-            warnings.append(f"{name}: the raster has a GDAL {band.mask}: the pixels it masks "
-                            f"{role}")
-    alignment = _alignment(predicted, reference, locate, tally.counts, tally.pixels)
-    alignment["pixel_area"] = areas.description
-    for message in warnings:
-        logger.warning(message)
-    return RasterConfusion(classes, tally.counts, tally.areas_m2(), alignment, warnings)
 
 
 def _shared_names(classes) -> list[str]:
@@ -589,6 +608,23 @@ def _agreement_codes(shape, valid, inside, scored, pred_index, ref_index, k) -> 
     return agreement
 
 
+def _nodata_not_held(band: RasterBand) -> str:
+    """A sentence when an integer band's nodata value is not a number the band can hold
+    (1.5 in Int16, 300 in Byte): no pixel equals it, so none is nodata, while GDAL's own mask
+    of a fractional value takes the truncated integer (1 for 1.5) as nodata. "" otherwise."""
+    dtype = np.dtype(band.dtype)
+    nodata = band.nodata
+    if nodata is None or dtype.kind not in "iu":
+        return ""
+    info = np.iinfo(dtype)
+    if math.isfinite(nodata) and float(nodata).is_integer() and info.min <= nodata <= info.max:
+        return ""
+    article = "an" if band.data_type.startswith("I") else "a"  # an Int16, a UInt16, a Byte
+    return (f"the band's nodata value {nodata!r} is not a value {article} {band.data_type} "
+            f"band holds: no pixel is taken as nodata (GDAL's mask of a fractional value takes "
+            f"its integer part); set the nodata value the raster uses")
+
+
 def _valid(values: np.ndarray, nodata, ignore) -> np.ndarray:
     """Pixels that are neither nodata (the band's value, or NaN) nor one of ``ignore``
     (compared at the values' precision)."""
@@ -753,18 +789,31 @@ def band_pixel_areas(band: RasterBand) -> PixelAreas:
 
 def _driver_for(path: str):
     """The GDAL driver that creates files with the extension of ``path`` (GeoTIFF when the
-    extension is .tif, missing, or no creating driver claims it)."""
+    extension is .tif, missing, or no raster driver claims it).
+
+    Raises ValueError (naming AGREEMENT_RASTER) when the extension is a raster format that
+    cannot be written block by block: a VRT holds no pixels of its own (GDAL refuses to
+    write through it), and drivers that only copy a finished raster (PNG, JPEG, ASCII
+    grid...) would get a GeoTIFF under their extension."""
     from osgeo import gdal
 
     extension = os.path.splitext(path)[1].lower().lstrip(".")
     if extension and extension not in ("tif", "tiff"):
+        copy_only = []
         for k in range(gdal.GetDriverCount()):
             driver = gdal.GetDriver(k)
             metadata = driver.GetMetadata() or {}
-            if (metadata.get(gdal.DCAP_RASTER) == "YES"
-                    and metadata.get(gdal.DCAP_CREATE) == "YES"
-                    and extension in (metadata.get(gdal.DMD_EXTENSIONS) or "").split()):
+            if (metadata.get(gdal.DCAP_RASTER) != "YES"
+                    or extension not in (metadata.get(gdal.DMD_EXTENSIONS) or "").split()):
+                continue
+            if metadata.get(gdal.DCAP_CREATE) == "YES" and driver.ShortName != "VRT":
                 return driver
+            copy_only.append(driver.ShortName)
+        if copy_only:
+            raise ValueError(
+                f"AGREEMENT_RASTER: {path}: GDAL cannot write a .{extension} file "
+                f"({', '.join(copy_only)}) block by block; give a .tif (GeoTIFF), .gpkg or "
+                f".img name")
     return gdal.GetDriverByName("GTiff")
 
 
@@ -811,7 +860,10 @@ def _alignment(predicted, reference, locate, counts, tally: dict) -> dict:
     inv = invert_geotransform(ref_gt)
     col = inv[0] + origin[0] * inv[1] + origin[1] * inv[2]
     row = inv[3] + origin[0] * inv[4] + origin[1] * inv[5]
-    shift = [round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
+    # The predicted grid's corner may have no place in the reference CRS (the corner of a
+    # full-disc satellite or orthographic grid lies off the Earth): no shift is given then.
+    shift = ([round(float(col - round(col)), 6), round(float(row - round(row)), 6)]
+             if math.isfinite(col) and math.isfinite(row) else None)
     scored = int(counts.sum())
     valid = scored + tally["outside_prediction"]
     same_grid = (

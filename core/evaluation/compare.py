@@ -28,6 +28,7 @@ from ..matching.grouping import (
 )
 from ..matching.summary import metrics_from_sums
 from ..util.progress import Progress
+from ..util.versions import library_versions
 
 #: Metrics shown side by side (the headline of the main evaluation and the distribution).
 COMPARED_KEYS = (
@@ -156,6 +157,26 @@ def compare_predictions(
         evaluations, keys, bootstrap, bootstrap_seed, pool, tolerance,
         progress.span(85, 99),
     )
+    differences, intervals = _differences(evaluations, names, keys, replicates)
+    info = {
+        "n_resamples": bootstrap,
+        "seed": bootstrap_seed,
+        "confidence_level": BOOTSTRAP_CONFIDENCE_LEVEL,
+        "method": "paired percentile",
+        "resampling": "reference fields with replacement"
+        + (" within strata" if strata is not None else "")
+        + ", the same resample for every layer",
+        "baseline": names[0],
+    }
+    progress.checkpoint(100, "Comparison done")
+    return Comparison(names, evaluations, differences, intervals, info)
+
+
+def _differences(evaluations, names, keys, replicates):
+    """``(differences, intervals)`` of ``Comparison``: each later layer's difference from
+    the first per key (point value, paired percentile interval, significance), and each
+    layer's own intervals; ``replicates``: ``_paired_replicates``' array."""
+    first = evaluations[0]
     differences, intervals = {}, {}
     for k, name in enumerate(names):
         intervals[name] = {
@@ -173,18 +194,7 @@ def compare_predictions(
                 "significant": bool(ci[0] > 0 or ci[1] < 0),
                 "n_undefined": n_undefined,
             }
-    info = {
-        "n_resamples": bootstrap,
-        "seed": bootstrap_seed,
-        "confidence_level": BOOTSTRAP_CONFIDENCE_LEVEL,
-        "method": "paired percentile",
-        "resampling": "reference fields with replacement"
-        + (" within strata" if strata is not None else "")
-        + ", the same resample for every layer",
-        "baseline": names[0],
-    }
-    progress.checkpoint(100, "Comparison done")
-    return Comparison(names, evaluations, differences, intervals, info)
+    return differences, intervals
 
 
 def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, advance):
@@ -202,7 +212,7 @@ def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, ad
         stop = start + len(weights)
         for k, e in enumerate(evaluations):
             values = metrics_from_sums(
-                weights @ e.quantities + e.unassigned, empty_rate=np.nan, tolerance=tolerance
+                weights @ e.quantities + e.unassigned, zero_division=np.nan, tolerance=tolerance
             )
             out[start:stop, k] = np.column_stack([values[key] for key in keys])
     return out
@@ -243,24 +253,24 @@ class _Slice(Progress):
         return self.parent.is_canceled()
 
 
-def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) -> dict:
+def comparison_report(comparison: Comparison, inputs: dict, provenance: dict,
+                      reproduce: dict | None = None) -> dict:
     """The comparison as a JSON-ready report.
 
     ``metrics.per_layer`` holds each layer's full metrics (so ``per_layer.*.f1 >= 0.8`` is a
     release threshold), ``metrics.differences`` the differences against the first layer,
     ``metrics.intervals`` each layer's own 95 % intervals, ``metrics.side_by_side`` the
     compared metrics per layer; ``inputs`` ({role: description}) and ``provenance`` are the
-    caller's (library versions are added when missing); ``warnings`` name their layer.
+    caller's (library versions are added when missing); ``warnings`` name their layer;
+    ``reproduce`` ({"algorithm", "parameters"} that rerun it), when given, last.
     """
-    from ..reports.data import library_versions  # report imports evaluate: keep it lazy here
-
     first = comparison.evaluations[0]
     warnings = [
         f"{name}: {message}"
         for name, evaluation in zip(comparison.names, comparison.evaluations)
         for message in evaluation.warnings
     ]
-    return {
+    report = {
         "metrics": {
             "per_layer": dict(zip(comparison.names, (e.metrics for e in comparison.evaluations))),
             "differences": comparison.differences,
@@ -274,3 +284,6 @@ def comparison_report(comparison: Comparison, inputs: dict, provenance: dict) ->
         "provenance": {**library_versions(), **provenance},
         "warnings": warnings,
     }
+    if reproduce is not None:
+        report["reproduce"] = reproduce
+    return report

@@ -45,7 +45,8 @@ A_p) / (A_r + A_p - I) ≤ 6·ε (for any pair with positive IoU; the union is a
 A_r + A_p). With ε = 1e-9 every polygon's area is within 1e-9 relative of what the 50 m pieces
 give. The IoU bound is a worst case (every piece's error of one sign inside the intersection,
 of the other outside); on world countries, US counties, fields and the test polygons the IoU
-and area differences measured are 0.2-0.5 ε (tests/test_core_densify.py, bench/README.md).
+and area differences measured are 0.2-0.5 ε (tests/test_core_densify.py; the bench run of
+commit 38fd8cc, in the git history of bench/README.md).
 ε = 1e-10 would make the IoU bound 6e-10 too, at about twice the vertices (world countries at
 1:10m: 45× against 21× the input's vertices; 50 m pieces: 88×).
 
@@ -66,6 +67,8 @@ are read by ``prepare`` as the 50 m pieces read them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyproj
@@ -121,6 +124,12 @@ def densify_adaptive(
 ) -> tuple[np.ndarray, int]:
     """Add vertices of the ``step`` grid to each edge only where the projected image needs them.
 
+    Stages (module docstring): the edges of the polygonal rows (``_edges``); each row's
+    tolerance τ; the middle test of every edge long enough to split (``_middle_test``); rows
+    whose every edge goes down to the grid, done by GEOS (``_full_rows``); the cut of the
+    other edges into k pieces, with the bisection of the long ones (``_long_edge_points``);
+    the insertion of the new points (``_insert``).
+
     Args:
         geoms: object array, shape (n,), Polygons and MultiPolygons (None and empty allowed)
             in the source CRS; in a geographic CRS with continuous longitudes.
@@ -144,105 +153,186 @@ def densify_adaptive(
     if not relative_error >= 0:
         raise ValueError(f"relative_error must be >= 0, got {relative_error!r}")
     out = np.array(geoms, dtype=object, copy=True)
+    edges = _edges(out, step)
+    if edges is None:
+        return out, 0
+    tx, ty = project(edges.coords[:, 0], edges.coords[:, 1])
+    tolerance = _tolerance(tx, ty, edges.coord_ring, edges.ring_part, edges.part_row,
+                           len(edges.rows), relative_error)
+    limit = tolerance[edges.row]
+    grid = _Grid(edges.x0, edges.y0, edges.dx, edges.dy, edges.n_pieces, project)
+    ends = _ProjectedEnds(tx, ty, edges.start)
+    e, n, k = _middle_test(grid, ends, limit, edges.split, edges.dx, half_turn)
+    (e, n, k), n_full = _full_rows(out, edges, step, e, n, k)
+    long = n > MAX_GRID_PIECES
+    cut = ~long & (k >= 2)
+    added = [_cut_points(grid, e[cut], n[cut], k[cut])]
+    if long.any():
+        added += _long_edge_points(grid, ends, limit, e[long], n[long], k[long])
+    return out, _insert(out, edges, added) + n_full
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """The edges of the polygonal rows of a layer: consecutive coordinates of one ring, each
+    named by the position of its start in ``coords``.
+
+    Attributes:
+        rows: int array, (n_rows,): positions of the polygonal, non-empty rows in the layer.
+        part_row, ring_part: int arrays: the row (0..n_rows-1) of each part, the part of each
+            ring (shapely's ``return_index``).
+        coords: float array, (n_coords, 2): every ring's coordinates, in the source CRS.
+        coord_ring: int array, (n_coords,): the ring of each coordinate.
+        start: int array, (n_edges,): the position in ``coords`` of each edge's start.
+        x0, y0, dx, dy: float arrays, (n_edges,): each edge's start and extent, source units.
+        n_pieces: float array, (n_edges,): ceil(length / step), GEOS's count of grid pieces
+            (1 where the length is not finite).
+        row: int array, (n_edges,): the row (0..n_rows-1) of each edge.
+        split: int array: the edges of at least two grid pieces, the only ones tested.
+    """
+
+    rows: np.ndarray
+    part_row: np.ndarray
+    ring_part: np.ndarray
+    coords: np.ndarray
+    coord_ring: np.ndarray
+    start: np.ndarray
+    x0: np.ndarray
+    y0: np.ndarray
+    dx: np.ndarray
+    dy: np.ndarray
+    n_pieces: np.ndarray
+    row: np.ndarray
+    split: np.ndarray
+
+
+def _edges(out: np.ndarray, step: float) -> _Edges | None:
+    """The edges of the polygonal rows of ``out`` (object array, shape (n,)), or None when no
+    edge is at least two grid pieces long (nothing to add)."""
     polygonal = np.isin(shapely.get_type_id(out), (_POLYGON, 6)) & ~shapely.is_empty(out)
     rows = np.flatnonzero(polygonal)
     if len(rows) == 0:
-        return out, 0
+        return None
     parts, part_row = shapely.get_parts(out[rows], return_index=True)
     rings, ring_part = shapely.get_rings(parts, return_index=True)
     coords, coord_ring = shapely.get_coordinates(rings, return_index=True)
     if len(coords) < 2:
-        return out, 0
-
-    # Edges: consecutive coordinates of one ring, named by the position of their start.
+        return None
     same_ring = coord_ring[1:] == coord_ring[:-1]
-    edge = np.flatnonzero(same_ring)
-    sx0, sy0 = coords[edge, 0], coords[edge, 1]
-    sdx, sdy = coords[edge + 1, 0] - sx0, coords[edge + 1, 1] - sy0
+    start = np.flatnonzero(same_ring)
+    x0, y0 = coords[start, 0], coords[start, 1]
+    dx, dy = coords[start + 1, 0] - x0, coords[start + 1, 1] - y0
     with np.errstate(invalid="ignore", over="ignore"):
-        n_pieces = np.ceil(np.sqrt(sdx * sdx + sdy * sdy) / step)
+        n_pieces = np.ceil(np.sqrt(dx * dx + dy * dy) / step)
     n_pieces = np.where(np.isfinite(n_pieces), n_pieces, 1.0)
     split = np.flatnonzero(n_pieces >= 2)
     if len(split) == 0:
-        return out, 0
+        return None
+    return _Edges(rows, part_row, ring_part, coords, coord_ring, start, x0, y0, dx, dy,
+                  n_pieces, part_row[ring_part[coord_ring[start]]], split)
 
-    tx, ty = project(coords[:, 0], coords[:, 1])
-    tolerance = _tolerance(tx, ty, coord_ring, ring_part, part_row, len(rows), relative_error)
-    edge_row = part_row[ring_part[coord_ring[edge]]]
 
-    grid = _Grid(sx0, sy0, sdx, sdy, n_pieces, project)
-    limit = tolerance[edge_row]
-    # Phase 1: the middle of each whole edge. An image bending like a parabola deviates
-    # d / k² over a k-th of its length, so k = ceil(sqrt(d / (margin·τ))) equal pieces pass
-    # (at least one piece every MAX_GRID_PIECES grid pieces).
-    e = split
-    n = n_pieces[e].astype(np.int64)
-    d = grid.distance(e, np.zeros_like(n), n, tx[edge[e]], ty[edge[e]],
-                      tx[edge[e] + 1], ty[edge[e] + 1])[0]
+@dataclass(frozen=True)
+class _ProjectedEnds:
+    """The projected coordinates (``tx``, ``ty``, equal-area metres, per coordinate) and each
+    edge's start position ``start``: edge e runs from ``tx[start[e]]`` to
+    ``tx[start[e] + 1]``."""
+
+    tx: np.ndarray
+    ty: np.ndarray
+    start: np.ndarray
+
+    def of(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(x0, y0, x1, y1) of the projected ends of edges ``e``."""
+        first = self.start[e]
+        return self.tx[first], self.ty[first], self.tx[first + 1], self.ty[first + 1]
+
+
+def _middle_test(grid: _Grid, ends: _ProjectedEnds, limit, e, dx, half_turn):
+    """Step 2 of the module docstring, for edges ``e``: the middle grid point's distance d
+    from the chord gives k = ceil(sqrt(d / (margin·τ))) equal pieces (an image bending like a
+    parabola deviates d / k² over a k-th of its length), within [1, n]; in a geographic CRS
+    (``half_turn``) at least one piece per quarter turn of longitude (``dx``: the edges'
+    source extents in x). Returns ``(e, n, k)``: int arrays, n the edges' grid pieces."""
+    n = grid.n[e].astype(np.int64)
+    d = grid.distance(e, np.zeros_like(n), n, *ends.of(e))[0]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         k = np.ceil(np.sqrt(d / (PARABOLA_MARGIN * limit[e])))
     k = np.where(np.isfinite(k), k, n).astype(np.int64)
     if half_turn is not None:
         # No piece wider than a quarter turn: read piece by piece, a ring never jumps by half
         # a turn where the 50 m pieces did not (the reading of prepare._to_equal_area).
-        k = np.maximum(k, np.ceil(np.abs(sdx[e]) / (half_turn / 2)).astype(np.int64))
-    k = np.clip(k, 1, n)
-    # Rows whose every edge goes down to the grid (fields in UTM, say: their tolerance is
-    # micrometres) are the 50 m result itself: GEOS's densifier makes it faster.
-    partial = np.zeros(len(rows), dtype=bool)
-    partial[edge_row[e[k < n]]] = True
-    full_rows = np.zeros(len(rows), dtype=bool)
-    full_rows[edge_row[e]] = True
+        k = np.maximum(k, np.ceil(np.abs(dx[e]) / (half_turn / 2)).astype(np.int64))
+    return e, n, np.clip(k, 1, n)
+
+
+def _full_rows(out: np.ndarray, edges: _Edges, step: float, e, n, k):
+    """Rows whose every tested edge goes down to the grid (k = n; fields in UTM, say: their
+    tolerance is micrometres) are the 50 m result itself: GEOS's densifier makes it faster.
+    Those rows of ``out`` are replaced by ``shapely.segmentize``. Returns ``((e, n, k),
+    n_full)``: the edges of the other rows and the vertices GEOS added."""
+    n_rows = len(edges.rows)
+    partial = np.zeros(n_rows, dtype=bool)
+    partial[edges.row[e[k < n]]] = True
+    full_rows = np.zeros(n_rows, dtype=bool)
+    full_rows[edges.row[e]] = True
     full_rows &= ~partial
-    n_full = 0
-    if full_rows.any():
-        on_full = full_rows[edge_row[e]]
-        n_full = int((n[on_full] - 1).sum())
-        out[rows[full_rows]] = shapely.segmentize(out[rows[full_rows]], step)
-        e, n, k = e[~on_full], n[~on_full], k[~on_full]
-    long = n > MAX_GRID_PIECES
-    cut = ~long & (k >= 2)
-    added = [_cut_points(grid, e[cut], n[cut], k[cut])]
-    # Phase 2: on an edge longer than MAX_GRID_PIECES the parabola is not trusted: each of its
-    # pieces is tested and halved while it fails.
-    if long.any():
-        e, n, k = e[long], n[long], k[long]
-        piece_edge = np.repeat(e, k + 1)
-        j = np.arange(len(piece_edge)) - np.repeat(np.cumsum(k + 1) - (k + 1), k + 1)
-        index = j * np.repeat(n, k + 1) // np.repeat(k, k + 1)
-        inner = (j > 0) & (j < np.repeat(k, k + 1))
-        px, py = np.empty(len(index)), np.empty(len(index))
-        px[inner], py[inner] = project(*grid.source(piece_edge[inner], index[inner]))
-        at_start, at_end = j == 0, ~inner & (j > 0)
-        px[at_start], py[at_start] = tx[edge[e]], ty[edge[e]]
-        px[at_end], py[at_end] = tx[edge[e] + 1], ty[edge[e] + 1]
-        added.append(_cut_points(grid, e, n, k))
-        starts = np.flatnonzero(~at_end)  # each piece by its first point
-        added += _bisect(grid, limit, piece_edge[starts], index[starts], index[starts + 1],
-                         px[starts], py[starts], px[starts + 1], py[starts + 1])
+    if not full_rows.any():
+        return (e, n, k), 0
+    on_full = full_rows[edges.row[e]]
+    n_full = int((n[on_full] - 1).sum())
+    out[edges.rows[full_rows]] = shapely.segmentize(out[edges.rows[full_rows]], step)
+    return (e[~on_full], n[~on_full], k[~on_full]), n_full
+
+
+def _long_edge_points(grid: _Grid, ends: _ProjectedEnds, limit, e, n, k) -> list:
+    """Step 3 of the module docstring: edges ``e`` longer than MAX_GRID_PIECES grid pieces,
+    where the parabola is not trusted: each of their k pieces is tested and halved while it
+    fails (``_bisect``). Returns the list of (edge, grid index, source x, source y) arrays of
+    the points added: the cut points, then one per level of the bisection."""
+    piece_edge = np.repeat(e, k + 1)
+    j = np.arange(len(piece_edge)) - np.repeat(np.cumsum(k + 1) - (k + 1), k + 1)
+    index = j * np.repeat(n, k + 1) // np.repeat(k, k + 1)
+    inner = (j > 0) & (j < np.repeat(k, k + 1))
+    px, py = np.empty(len(index)), np.empty(len(index))
+    px[inner], py[inner] = grid.project(*grid.source(piece_edge[inner], index[inner]))
+    at_start, at_end = j == 0, ~inner & (j > 0)
+    x0, y0, x1, y1 = ends.of(e)
+    px[at_start], py[at_start] = x0, y0
+    px[at_end], py[at_end] = x1, y1
+    starts = np.flatnonzero(~at_end)  # each piece by its first point
+    return [_cut_points(grid, e, n, k)] + _bisect(
+        grid, limit, piece_edge[starts], index[starts], index[starts + 1],
+        px[starts], py[starts], px[starts + 1], py[starts + 1])
+
+
+def _insert(out: np.ndarray, edges: _Edges, added: list) -> int:
+    """Put the points ``added`` (a list of (edge, grid index, source x, source y) arrays) into
+    their rings and replace the rows they changed in ``out``. Returns the number of points."""
     added_edge, added_index, added_x, added_y = (np.concatenate(c) for c in zip(*added))
     if len(added_edge) == 0:
-        return out, n_full
+        return 0
     # Each new point goes between its edge's ends: sort on (start position + fraction along).
-    start = edge[added_edge]
-    key = np.concatenate([np.arange(len(coords), dtype=float),
-                          start + added_index / n_pieces[added_edge]])
+    start = edges.start[added_edge]
+    key = np.concatenate([np.arange(len(edges.coords), dtype=float),
+                          start + added_index / edges.n_pieces[added_edge]])
     order = np.argsort(key, kind="stable")
-    coords = np.concatenate([coords, np.column_stack([added_x, added_y])])[order]
-    coord_ring = np.concatenate([coord_ring, coord_ring[start]])[order]
+    coords = np.concatenate([edges.coords, np.column_stack([added_x, added_y])])[order]
+    coord_ring = np.concatenate([edges.coord_ring, edges.coord_ring[start]])[order]
 
+    rows = edges.rows
     changed = np.zeros(len(rows), dtype=bool)
-    changed[edge_row[added_edge]] = True
+    changed[edges.row[added_edge]] = True
     polygons = shapely.polygons(
-        shapely.linearrings(coords, indices=coord_ring), indices=ring_part
+        shapely.linearrings(coords, indices=coord_ring), indices=edges.ring_part
     )
-    rebuilt = shapely.multipolygons(polygons, indices=part_row)
+    rebuilt = shapely.multipolygons(polygons, indices=edges.part_row)
     single = (shapely.get_type_id(out[rows]) == _POLYGON) & (
         shapely.get_num_geometries(rebuilt) == 1
     )
     rebuilt[single] = shapely.get_geometry(rebuilt[single], 0)
     out[rows[changed]] = rebuilt[changed]
-    return out, len(added_edge) + n_full
+    return len(added_edge)
 
 
 class _Grid:

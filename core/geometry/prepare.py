@@ -1,6 +1,7 @@
 """Prepare one layer's geometries for evaluation: drop unusable rows, repair, reproject.
 
-Order of operations follows ../shared/seeds/spatial_iou_guide.txt and the agribound seed:
+Order of operations follows the spatial IoU guide ("Measuring Spatial IoU for LLM-Generated
+Geometries") and the agribound 1.0 documentation ("Evaluation"):
 repair in the source CRS first, then split edges at points of a 50 m grid where their image in
 the equal-area CRS bends away from the chord (``core.geometry.densify``: areas within 1e-9 relative of
 splitting every edge into 50 m pieces), then reproject to the equal-area CRS (and repair again,
@@ -17,13 +18,39 @@ Fiji or Chukotka side of 180° has its true area (the agribound seed left such l
 Nothing is counted for it: such a polygon is not wrong. The same step handles polygons that
 contain a pole: in longitude/latitude their ring winds once round it, and is closed through the
 pole before the cut (a polar stereographic square round the South Pole gets its geodesic area).
-A ring drawn in longitude/latitude round a pole encloses the pole nearer its mean latitude; a
-cap drawn flat, box(-180, 80, 180, 90), is read as drawn. Not handled: a boundary through the
-pole itself, and edges spanning more than half the world's longitudes (read the short way).
-Rows no projection can map (a latitude beyond ±90°, longitudes spanning more than a full turn)
-are dropped as not projectable. In a cylindrical equal-area CRS centred off Greenwich
-(+proj=cea +lon_0=100) the projected parts are cut where that CRS's world ends (80° W), not at
-±180°.
+
+**Reading longitude/latitude polygons** (``read_lonlat``; one rule for every algorithm, since
+every one prepares its layers here). Edges are straight in longitude/latitude. For each polygon
+part:
+
+1. *World-spanning parts.* A part whose longitudes span a full turn to within
+   ``FULL_TURN_SNAP_DEG`` (1e-4°) is a drawing across the whole map, as Natural Earth and every
+   world layer draw Antarctica (along -180° and 180° down to the pole, and along the pole's
+   parallel across the map) and as a cap or a band round the world is drawn flat: longitudes
+   within 1e-4° of the map's edges are snapped onto them (180.00000000000014° and
+   -180.0000152° become ±180°, 179.99995° becomes 180°). Bound: the part's area moves by at
+   most two meridian strips 1e-4° wide over its latitudes (``snap_full_turns``).
+2. *The short way.* An edge whose longitudes differ by more than half a turn crosses ±180°
+   the short way (a field written from 179° to -179°; an edge from 180° to -180° runs along
+   the antimeridian, as world-atlas's TopoJSON cuts Wrangel Island). A ring that then winds
+   once round the world encloses the pole nearer its mean latitude and is closed through it
+   from its vertex nearest that pole (world-atlas's Antarctica, a ring along its coast).
+   Longitudes beyond ±180° (a field written from 179° to 181°) are read modulo a turn.
+3. *Drawn across the map.* A part is read as drawn when rule 2 would make it a sliver narrower
+   than 1e-4° across ±180° (box(-180, 80, 180, 90) and box(-180, 80, 179.99995, 90): caps
+   drawn flat), or when it has an edge of a full turn or more and rule 2 would make it wind
+   round the world (a band drawn along its southern parallel from -180° to 180°).
+
+These steps run in the order 2, 3, 1. What they cannot tell apart, and read by the rule: a
+polygon narrower than 1e-4° in all (11 m at the equator) written across ±180° with longitudes
+jumping from one side to the other is read as drawn across the map (rule 3); written with
+continuous longitudes (179.99996° to 180.00004°) or cut at 180° it is read right, and so is any
+wider one in any form (a UTM square reprojected with vertices 1e-5° either side of 180°).
+Not handled: a boundary through the pole itself.
+Rows no projection can map (a latitude beyond ±90°, a part whose longitudes span more than a
+full turn by more than 1e-4°) are dropped as not projectable. In a cylindrical equal-area CRS
+centred off Greenwich (+proj=cea +lon_0=100) the projected parts are cut where that CRS's world
+ends (80° W), not at ±180°.
 """
 
 from __future__ import annotations
@@ -67,6 +94,15 @@ _CHUNK_VERTICES = 100_000
 #: longer resolve a field, and the rows are not projectable).
 MAX_LONGITUDE_TURNS = 1000
 
+#: The one tolerance of the longitude/latitude reading (module docstring, "World-spanning
+#: parts"): a polygon part whose longitudes span a full turn to within this many degrees is
+#: drawn flat across the whole map, and its longitudes within this of the map's edges (±180°)
+#: are rounding, snapped onto them; an edge whose longitudes differ by a full turn to within
+#: it runs along its parallel across the map (it does not cross ±180° the short way).
+#: 1e-4° is 11 m of longitude at the equator; Natural Earth's Antarctica overshoots ±180° by
+#: up to 1.5e-5° (glaciated areas, 1:50m) and falls 5.1e-5° short of it (1:110m).
+FULL_TURN_SNAP_DEG = 1e-4
+
 #: make_valid passes before an invalid result's parts are merged outright.
 _REPAIR_PASSES = 2
 
@@ -109,6 +145,8 @@ class PreparedLayer:
             extents and drawings; not for areas).
         area_of: the area function of ``overlay`` geometries and their overlays:
             ``shapely.area``, or the ``exact_area.LonLatArea`` given.
+        equal_area_crs: the CRS of ``geometries`` (None in planar units or when the layer is
+            in it already).
     """
 
     name: str
@@ -123,6 +161,7 @@ class PreparedLayer:
     drop_reason: np.ndarray = field(repr=False)
     lonlat: np.ndarray | None = field(default=None, repr=False)
     area_of: Callable[[np.ndarray], np.ndarray] = shapely.area
+    equal_area_crs: pyproj.CRS | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -133,6 +172,14 @@ class PreparedLayer:
         """The geometries to overlay and measure with ``area_of``: ``lonlat`` when there,
         else ``geometries``; object array, shape (n,)."""
         return self.geometries if self.lonlat is None else self.lonlat
+
+    def to_map(self, geoms: np.ndarray) -> np.ndarray:
+        """Geometries of the ``overlay`` space (object array, shape (n,)) in the equal-area
+        CRS: the same objects for a layer without ``lonlat``, else their vertices projected as
+        they are (``lonlat_to_map``: for centroids, hulls and extents, not for areas)."""
+        if self.lonlat is None:
+            return geoms
+        return lonlat_to_map(np.asarray(geoms, dtype=object), self.area_of, self.equal_area_crs)
 
     @property
     def n_dropped_by_reason(self) -> dict[str, int]:
@@ -221,6 +268,7 @@ def prepare_layer(
         drop_reason=reason,
         lonlat=None if lonlat is None else lonlat[keep],
         area_of=shapely.area if lonlat_area is None else lonlat_area,
+        equal_area_crs=equal_area_crs if reproject else None,
     )
     if layer.n_dropped:
         counts = ", ".join(f"{k} {v}" for k, v in layer.n_dropped_by_reason.items() if v)
@@ -282,10 +330,12 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
 
     reproject = equal_area_crs is not None
     if reproject and crs.is_geographic:
-        _drop(geoms, reason, _off_the_globe(geoms, _half_turn(crs)), "not_projectable")
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
         # the world that repair would "fix" into something else (in a collection too).
-        geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), _half_turn(crs))
+        half_turn = _half_turn(crs)
+        geoms = _collections_as_multipolygons(geoms)
+        _drop(geoms, reason, _off_the_globe(geoms, half_turn), "not_projectable")
+        geoms = read_lonlat(geoms, half_turn)
     geoms, invalid = _repair(geoms)
     geoms = polygonal_parts(geoms)
     missing = shapely.is_missing(geoms)
@@ -353,7 +403,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
                 )[0]
             lonlat = _drop_non_finite(to_crs(lonlat, crs, lonlat_crs))
             _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
-            lonlat = unwrap_antimeridian(lonlat, half_turn)
+            lonlat = read_lonlat(lonlat, half_turn)
             lonlat, repaired_again = _repair(lonlat)
             lonlat = polygonal_parts(lonlat)
             repaired = repaired | repaired_again
@@ -367,7 +417,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
         if beyond.any():
             lonlat[beyond] = split_at_antimeridian(lonlat[beyond], half_turn)
         _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
-        projected = _drop_non_finite(_lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
+        projected = _drop_non_finite(lonlat_to_map(lonlat, lonlat_area, equal_area_crs))
     except pyproj.exceptions.ProjError as exc:
         raise ValueError(
             f"The {name} layer's CRS {crs_label(crs)} cannot be transformed to the equal-area "
@@ -386,7 +436,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
     return _Chunk(reason, source, projected, area, repaired, lonlat)
 
 
-def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
+def lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -> np.ndarray:
     """The vertices of longitude/latitude polygons (object array, shape (n,), cut at ±180°)
     projected by PROJ to the equal-area CRS, the polygons cut where that CRS's world ends
     (its central meridian ± 180°, the same cut when it is 0°): every part lies within the
@@ -420,8 +470,10 @@ def _lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) 
 
 def _off_the_globe(geoms: np.ndarray, half_turn: float) -> np.ndarray:
     """Boolean mask, shape (n,), of longitude/latitude geometries no projection can map: a
-    latitude beyond ±90°, longitudes spanning more than a full turn (a ring wound round the
-    world more than once has no one area) or beyond ``MAX_LONGITUDE_TURNS`` turns."""
+    latitude beyond ±90°, a polygon part whose longitudes span more than a full turn by more
+    than ``FULL_TURN_SNAP_DEG`` (a ring wound round the world more than once has no one area;
+    parts of one row may together span more, as a field written from 179° to 181° beside one
+    at -179.5°), or longitudes beyond ``MAX_LONGITUDE_TURNS`` turns."""
     off = np.zeros(len(geoms), dtype=bool)
     present = np.flatnonzero(~shapely.is_missing(geoms))
     if len(present) == 0:
@@ -429,9 +481,88 @@ def _off_the_globe(geoms: np.ndarray, half_turn: float) -> np.ndarray:
     west, south, east, north = shapely.bounds(geoms[present]).T
     turn = 2.0 * half_turn
     with np.errstate(invalid="ignore", over="ignore"):
-        off[present] = ((np.maximum(-south, north) > half_turn / 2) | (east - west > turn)
+        off[present] = ((np.maximum(-south, north) > half_turn / 2)
                         | (np.maximum(-west, east) > MAX_LONGITUDE_TURNS * turn))
+        turn_and_snap = turn + FULL_TURN_SNAP_DEG / 180.0 * half_turn
+        wide = present[(east - west > turn_and_snap) & ~off[present]]
+    if len(wide):
+        parts, row = shapely.get_parts(geoms[wide], return_index=True)
+        part_bounds = shapely.bounds(parts)
+        with np.errstate(invalid="ignore", over="ignore"):
+            too_wide = ~(part_bounds[:, 2] - part_bounds[:, 0] <= turn_and_snap)
+        off[wide[np.unique(row[too_wide])]] = True
     return off
+
+
+def read_lonlat(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarray:
+    """The one reading of longitude/latitude polygons (module docstring): collections as
+    multipolygons of their polygons, rings across the antimeridian or round a pole made
+    continuous (``unwrap_antimeridian``), then parts drawn across the whole map snapped onto its
+    edges (``snap_full_turns``).
+
+    ``geoms``: object array, shape (n,), longitude as x in units where ``half_turn`` is 180°.
+    Returns a new object array, shape (n,). Nothing is dropped here; rows spanning more than
+    a full turn are left for ``_off_the_globe``."""
+    geoms = unwrap_antimeridian(_collections_as_multipolygons(geoms), half_turn)
+    return snap_full_turns(geoms, half_turn)
+
+
+def snap_full_turns(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarray:
+    """Polygon parts drawn from one edge of the map to the other, with their longitudes within
+    ``FULL_TURN_SNAP_DEG`` of those edges snapped onto them.
+
+    ``geoms``: object array, shape (n,), of polygonal geometries (or None) with longitude as x,
+    in units where ``half_turn`` is 180°. A part is drawn across the map when its westernmost
+    and easternmost longitudes are within ``FULL_TURN_SNAP_DEG`` of two map edges a full turn
+    apart (odd multiples of ``half_turn``: -180° and 180° for every layer written in -180…180).
+    Such a part (Antarctica, a cap drawn flat, a band round the world) ends at the map's edges:
+    a longitude 1e-13° beyond 180° or 5e-5° short of it is their rounding, not a sliver of
+    ground on the far side of the antimeridian nor a gap. Each vertex moves by at most
+    ``FULL_TURN_SNAP_DEG`` in longitude, so the part's area changes by at most the ground of
+    two meridian strips that wide over the latitudes of the vertices moved (at most 2.8e8 m²
+    on the WGS 84 ellipsoid, two strips from pole to pole; for Natural Earth's Antarctica,
+    whose vertices that near ±180° lie south of 78° S, at most 3e6 m², 3e-7 of its area).
+    Other parts and rows are unchanged (rows that need no change are the same objects).
+    """
+    out = np.array(geoms, dtype=object, copy=True)
+    rows = np.flatnonzero(np.isin(shapely.get_type_id(out), (POLYGON, MULTIPOLYGON))
+                          & ~shapely.is_empty(out))
+    if len(rows) == 0:
+        return out
+    turn = 2.0 * half_turn
+    snap = FULL_TURN_SNAP_DEG / 180.0 * half_turn
+    bounds = shapely.bounds(out[rows])
+    with np.errstate(invalid="ignore", over="ignore"):
+        rows = rows[bounds[:, 2] - bounds[:, 0] >= turn - snap]
+    if len(rows) == 0:
+        return out
+    parts, part_row = shapely.get_parts(out[rows], return_index=True)
+    part_bounds = shapely.bounds(parts)
+    edge = turn * np.round((part_bounds[:, 0] + half_turn) / turn) - half_turn
+    with np.errstate(invalid="ignore", over="ignore"):
+        world = ((np.abs(part_bounds[:, 0] - edge) <= snap)
+                 & (np.abs(part_bounds[:, 2] - edge - turn) <= snap))
+    if not world.any():
+        return out
+    for j in np.flatnonzero(world):  # a loop over world-spanning parts only
+        west, east = edge[j], edge[j] + turn
+
+        def onto_edges(xy, west=west, east=east):
+            x = xy[:, 0]
+            x = np.where(np.abs(x - west) <= snap, west,
+                         np.where(np.abs(x - east) <= snap, east, x))
+            return np.column_stack([x, xy[:, 1]])
+
+        parts[j] = shapely.transform(parts[j], onto_edges)
+    changed = np.unique(part_row[world])
+    on_changed = np.isin(part_row, changed)
+    _, compact = np.unique(part_row[on_changed], return_inverse=True)
+    rebuilt = shapely.multipolygons(parts[on_changed], indices=compact)
+    single = (shapely.get_type_id(out[rows[changed]]) == POLYGON) & (
+        shapely.get_num_geometries(rebuilt) == 1)
+    rebuilt[single] = shapely.get_geometry(rebuilt[single], 0)
+    out[rows[changed]] = rebuilt
+    return out
 
 
 def _collections_as_multipolygons(geoms: np.ndarray) -> np.ndarray:
@@ -478,8 +609,16 @@ def unwrap_antimeridian(geoms: np.ndarray, half_turn: float = 180.0) -> np.ndarr
     geometries instead, which needs nothing here): its later vertices are shifted by a full
     turn, and each hole by the whole turns that bring it next to its shell. A ring that then ends a full turn
     from where it started encircles a pole: it is closed along the meridians to the pole nearer
-    its mean latitude and back. Geometries with an edge of a full turn or more (such as
-    box(-180, 80, 180, 90), a cap drawn flat) and collections are left as they are.
+    its mean latitude and back, from the ring's vertex nearest that pole (along that meridian
+    the ring meets nothing; from any other vertex the closing meridian may cross the ring, as it
+    crossed Antarctica's peninsula from its first vertex). Left as they are (read as drawn):
+    collections; parts that the short way would make a sliver narrower than
+    ``FULL_TURN_SNAP_DEG`` across ±180° (box(-180, 80, 180, 90), a cap drawn flat, and
+    box(-180, 80, 179.99995, 90), one a hair short of the map's edge: not slivers 0° or 5e-5°
+    wide); and parts with an edge of a full turn or more (along a parallel across the map) that
+    the short way would make wind round the world (a band drawn along its southern edge from
+    -180° to 180°). An edge of a full turn in a part that the short way closes runs along
+    ±180° (an island cut there, one edge written from 180° to -180°).
 
     Returns a new object array, shape (n,); rows that need no change are the same objects.
     """
@@ -699,7 +838,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
                 np.array(dense[rows], dtype=object, copy=True),
                 np.column_stack([lon[on_wrap], lat[on_wrap]]),
             )
-            lonlat = unwrap_antimeridian(lonlat, half_turn)
+            lonlat = read_lonlat(lonlat, half_turn)
             if center:
                 lonlat = shapely.transform(lonlat, lambda c: c - [center, 0.0])
             lonlat = split_at_antimeridian(lonlat, half_turn)
@@ -770,7 +909,7 @@ def _unwrap_polygons(geoms: np.ndarray, half_turn: float) -> np.ndarray:
 
     dx = np.diff(coords[:, 0])
     same_ring = coord_ring[1:] == coord_ring[:-1]
-    wide_rows = np.unique(part_row[ring_part[coord_ring[1:][same_ring & (np.abs(dx) >= turn)]]])
+    wide_parts = np.unique(ring_part[coord_ring[1:][same_ring & (np.abs(dx) >= turn)]])
     step = np.where(dx > half_turn, -turn, np.where(dx < -half_turn, turn, 0.0)) * same_ring
     shift = np.concatenate([[0.0], np.cumsum(step)])
     shift -= np.repeat(shift[start], n_coords)
@@ -785,28 +924,83 @@ def _unwrap_polygons(geoms: np.ndarray, half_turn: float) -> np.ndarray:
 
     # A ring that ends a full turn from its start encircles a pole: close it through the pole.
     polar = np.abs(x[end] - x[start]) > half_turn
+    # A part that the short way makes a sliver narrower than FULL_TURN_SNAP_DEG across ±180°
+    # is a drawing across the map a hair short of its edges: read as drawn.
+    part_of_coord = ring_part[coord_ring]
+    n_parts = len(parts)
+    low = np.full(n_parts, np.inf)
+    high = np.full(n_parts, -np.inf)
+    np.minimum.at(low, part_of_coord, x)
+    np.maximum.at(high, part_of_coord, x)
+    polar_part = np.zeros(n_parts, dtype=bool)
+    polar_part[ring_part[polar]] = True
+    sliver = ~polar_part & (high - low <= FULL_TURN_SNAP_DEG / 180.0 * half_turn)
+    # A part with an edge of a full turn (or more) that the short way makes wind round the
+    # world is drawn flat along that edge's parallel (a band drawn from -180° to 180° along
+    # its southern edge); one that the short way closes is cut along ±180° (world-atlas draws
+    # Wrangel Island's western half with an edge from 180° to -180°).
+    full_turn = np.zeros(n_parts, dtype=bool)
+    full_turn[wide_parts] = True
+    wide_parts = np.flatnonzero(sliver | (full_turn & polar_part))
     if polar.any():
-        mean_y = np.bincount(coord_ring, weights=coords[:, 1]) / n_coords
-        pole = np.where(mean_y[polar] >= 0, 0.5, -0.5) * half_turn
-        extra = np.stack(
-            [
-                np.column_stack([x[end[polar]], pole]),
-                np.column_stack([x[start[polar]], pole]),
-                coords[start[polar]],
-            ],
-            axis=1,
-        ).reshape(-1, 2)
-        at = np.repeat(end[polar] + 1, 3)
-        coords = np.insert(coords, at, extra, axis=0)
-        coord_ring = np.insert(coord_ring, at, np.repeat(np.flatnonzero(polar), 3))
+        coords, coord_ring = _close_through_poles(coords, coord_ring, start, end, polar,
+                                                  shell, shell_of_ring, half_turn)
 
     new_rings = shapely.linearrings(coords, indices=coord_ring)
     polygons = shapely.polygons(new_rings, indices=ring_part)
+    polygons[wide_parts] = parts[wide_parts]
     out = shapely.multipolygons(polygons, indices=part_row)
     single = (shapely.get_type_id(geoms) == POLYGON) & (shapely.get_num_geometries(out) == 1)
     out[single] = shapely.get_geometry(out[single], 0)
-    out[wide_rows] = geoms[wide_rows]
     return out
+
+
+def _close_through_poles(coords, coord_ring, start, end, polar, shell, shell_of_ring,
+                         half_turn):
+    """Rings that wind round a pole (``polar``, bool per ring) closed through it.
+
+    ``coords`` (m, 2) with continuous longitudes and ``coord_ring`` (m,) as in
+    ``_unwrap_polygons``; ``start``/``end``: each ring's first and last coordinate positions;
+    ``shell``: positions of the shell rings, ``shell_of_ring`` each ring's shell. The pole is
+    the one nearer the ring's mean latitude. A polar shell starts anew at its vertex nearest
+    that pole (the vertices before it move to the end, a turn on), so that the closing meridian
+    runs south (or north) of every vertex and meets nothing; the holes of such a shell are
+    moved by whole turns to start inside its new span. A polygon with a hole round the pole too
+    (an annulus round it) keeps both rings' closing meridians at their first vertices, as
+    before.
+    Returns the new (coords, coord_ring)."""
+    turn = 2.0 * half_turn
+    n_rings = len(start)
+    lengths = end - start + 1
+    mean_y = np.bincount(coord_ring, weights=coords[:, 1], minlength=n_rings) / lengths
+    rings = [coords[start[r]:end[r] + 1] for r in range(n_rings)]
+    # Shells whose holes do not wind round the pole too (an annulus round it keeps the
+    # closing meridians of its two rings from their first vertices, aligned as they are).
+    rotate = np.zeros(n_rings, dtype=bool)
+    rotate[shell] = True
+    rotate[shell_of_ring[polar & (shell_of_ring != np.arange(n_rings))]] = False
+    rotated_start = {}
+    for r in np.flatnonzero(polar):  # a loop over rings round a pole only (a few per layer)
+        ring = rings[r]
+        pole = (0.5 if mean_y[r] >= 0 else -0.5) * half_turn
+        if rotate[r]:
+            shift = ring[-1, 0] - ring[0, 0]  # a full turn, east or west
+            open_ring = ring[:-1]
+            m = int(np.argmax(open_ring[:, 1]) if pole > 0 else np.argmin(open_ring[:, 1]))
+            ring = np.concatenate([open_ring[m:], open_ring[:m] + [shift, 0.0],
+                                   open_ring[m:m + 1] + [shift, 0.0]])
+            rotated_start[r] = (ring[0, 0], shift)
+        rings[r] = np.concatenate([ring, [[ring[-1, 0], pole], [ring[0, 0], pole], ring[0]]])
+    for r in range(n_rings):
+        home = shell_of_ring[r]
+        if r == home or home not in rotated_start or polar[r]:
+            continue
+        west, shift = rotated_start[home]
+        low = west if shift > 0 else west + shift
+        turns = np.floor((rings[r][0, 0] - low) / turn)
+        rings[r] = rings[r] - [turns * turn, 0.0]
+    new_lengths = np.array([len(ring) for ring in rings])
+    return np.concatenate(rings), np.repeat(np.arange(n_rings), new_lengths)
 
 
 def guarded_intersection(a: np.ndarray, b: np.ndarray, failure: str) -> np.ndarray:

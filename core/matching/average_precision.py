@@ -21,7 +21,8 @@ Everything else follows ``COCOeval.evaluateImg``, ``accumulate`` and ``summarize
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import shapely
@@ -140,6 +141,89 @@ def average_precision(
     Source: Lin et al. (2014), Microsoft COCO; pycocotools ``COCOeval`` (evaluateImg,
     accumulate, summarize); GroundSet (Ferrod et al. 2026) for the taxonomy rule.
     """
+    inputs = check_inputs(
+        predicted, scores, reference, predicted_class=predicted_class,
+        reference_class=reference_class, predicted_group=predicted_group,
+        reference_group=reference_group, reference_ignore=reference_ignore,
+        reference_area=reference_area, class_ancestors=class_ancestors,
+        max_detections=max_detections, area_ranges=area_ranges, area=area,
+    )
+    order = _detection_order(inputs)
+    pairs = _candidate_ious(inputs, order.kept)
+    precision, recall, count_reference = _accumulate(inputs, order, pairs)
+    return _result(inputs, order, precision, recall, count_reference)
+
+
+@dataclass(frozen=True)
+class APInputs:
+    """The checked inputs of ``average_precision``: labels as integer codes, areas measured.
+
+    Attributes:
+        predicted, reference: object arrays, (n_pred,) and (n_ref,), of geometries or None.
+        scores: float array, (n_pred,); None scores are NaN.
+        max_detections: int >= 1, or None (keep all).
+        ranges: {label: (low, high)} of the size ranges, CRS units², "all" not among them.
+        pred_class, ref_class: int64 codes, (n_pred,) and (n_ref,), into ``class_names``.
+        class_names: the display label of each class code ([None] without class fields).
+        pred_group, ref_group: int64 group codes (all 0 without group fields).
+        crowd: bool array, (n_ref,): the ignore regions.
+        pred_area: float array, (n_pred,): geometric areas (0 where not finite).
+        ref_geometric_area: float array, (n_ref,): the same for the references (for IoU).
+        ref_area: float array, (n_ref,): the area deciding a reference's size range.
+        ancestor_keys: int64 keys ``child * K + ancestor`` of compatible class codes.
+        area: the area function of the geometries' space, or None for ``shapely.area``.
+        classes_given: whether class fields were given (per-class values are reported).
+    """
+
+    predicted: np.ndarray
+    reference: np.ndarray
+    scores: np.ndarray
+    max_detections: int | None
+    ranges: dict
+    pred_class: np.ndarray
+    ref_class: np.ndarray
+    class_names: list
+    pred_group: np.ndarray
+    ref_group: np.ndarray
+    crowd: np.ndarray
+    pred_area: np.ndarray
+    ref_geometric_area: np.ndarray
+    ref_area: np.ndarray
+    ancestor_keys: np.ndarray
+    area: Callable | None
+    classes_given: bool
+
+    @property
+    def n_pred(self) -> int:
+        return len(self.predicted)
+
+    @property
+    def n_ref(self) -> int:
+        return len(self.reference)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+
+def check_inputs(
+    predicted,
+    scores,
+    reference,
+    *,
+    predicted_class=None,
+    reference_class=None,
+    predicted_group=None,
+    reference_group=None,
+    reference_ignore=None,
+    reference_area=None,
+    class_ancestors: Mapping | None = None,
+    max_detections: int | None = COCO_MAX_DETECTIONS,
+    area_ranges: Mapping | None = COCO_AREA_RANGES,
+    area=None,
+) -> APInputs:
+    """The arguments of ``average_precision`` (same names and meanings) checked once, as an
+    ``APInputs`` record. Raises ValueError as ``average_precision`` documents."""
     predicted = _geometries(predicted, "predicted")
     reference = _geometries(reference, "reference")
     n_pred, n_ref = len(predicted), len(reference)
@@ -158,67 +242,91 @@ def average_precision(
     ref_area = (
         ref_geometric_area if reference_area is None else _reference_area(reference_area, n_ref)
     )
-    ancestor_keys = _ancestor_keys(class_ancestors, class_names)
-    n_classes = len(class_names)
-
-    # Global order: score descending, then group, then input position (COCOeval.accumulate).
-    rank = np.empty(n_pred, dtype=np.int64)
-    rank[np.lexsort((np.arange(n_pred), pred_group, -scores))] = np.arange(n_pred)
-    rank_in_group_class = _rank_within(rank, pred_group, pred_class)
-    cap = max_detections or max(n_pred, 1)  # detections kept per group and class
-    kept = rank_in_group_class < cap
-
-    pair_pred, pair_ref, pair_iou = _candidate_ious(
-        predicted, reference, pred_area, ref_geometric_area, crowd, kept,
-        pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area,
+    return APInputs(
+        predicted, reference, scores, max_detections, ranges, pred_class, ref_class,
+        class_names, pred_group, ref_group, crowd, pred_area, ref_geometric_area, ref_area,
+        _ancestor_keys(class_ancestors, class_names), area, predicted_class is not None,
     )
 
+
+@dataclass(frozen=True)
+class _DetectionOrder:
+    """The predictions in COCO's order: ``rank`` (int64, (n_pred,)), the global position by
+    score descending, then group, then input position (``COCOeval.accumulate``);
+    ``rank_in_group_class``, the position within its (group, predicted class); ``cap``, the
+    detections kept per group and class; ``kept``, bool (n_pred,), those within the cap."""
+
+    rank: np.ndarray
+    rank_in_group_class: np.ndarray
+    cap: int
+    kept: np.ndarray
+
+
+def _detection_order(inputs: APInputs) -> _DetectionOrder:
+    n_pred = inputs.n_pred
+    rank = np.empty(n_pred, dtype=np.int64)
+    rank[np.lexsort((np.arange(n_pred), inputs.pred_group, -inputs.scores))] = np.arange(n_pred)
+    rank_in_group_class = _rank_within(rank, inputs.pred_group, inputs.pred_class)
+    cap = inputs.max_detections or max(n_pred, 1)
+    return _DetectionOrder(rank, rank_in_group_class, cap, rank_in_group_class < cap)
+
+
+def _accumulate(inputs: APInputs, order: _DetectionOrder, pairs):
+    """Matching and ``COCOeval.accumulate`` per area range (and, for "all", per detection
+    limit 1, 10, cap). Returns ``(precision, recall, count_reference)``: {(range, limit):
+    float (T, K, R), NaN for classes without references}, {(range, limit): float (T, K)},
+    {range: int (K,)}."""
+    pair_pred, pair_ref, pair_iou = pairs
+    cap, kept, rank = order.cap, order.kept, order.rank
+    crowd, ref_area, pred_area = inputs.crowd, inputs.ref_area, inputs.pred_area
     limits = sorted({1, min(10, cap), cap})
-    range_masks = {"all": (np.ones(n_ref, dtype=bool), np.ones(n_pred, dtype=bool))}
-    for label, (low, high) in ranges.items():
+    range_masks = {"all": (np.ones(inputs.n_ref, dtype=bool), np.ones(inputs.n_pred, dtype=bool))}
+    for label, (low, high) in inputs.ranges.items():
         range_masks[label] = (
             (ref_area >= low) & (ref_area <= high),
             (pred_area >= low) & (pred_area <= high),
         )
-
-    precision = {}  # (range, limit) -> float (T, K, R), NaN for classes without references
-    recall = {}  # (range, limit) -> float (T, K)
-    count_reference = {}  # range -> int (K,)
-    matches = {}
+    precision, recall, count_reference, matches = {}, {}, {}, {}
     for label, (ref_in, pred_in) in range_masks.items():
         ref_ignored = crowd | ~ref_in
-        count_reference[label] = np.bincount(ref_class[~ref_ignored], minlength=n_classes)
+        count_reference[label] = np.bincount(inputs.ref_class[~ref_ignored],
+                                             minlength=inputs.n_classes)
         # Matching depends only on which candidate pairs' references are ignored, so ranges
         # that agree on them (in metres, often "all" and "large") share one.
         key = ref_ignored[pair_ref].tobytes()
         if key not in matches:
             matches[key] = _greedy_match(
-                pair_pred, pair_ref, pair_iou, rank, crowd, ref_ignored, n_pred
+                pair_pred, pair_ref, pair_iou, rank, crowd, ref_ignored, inputs.n_pred
             )
         match = matches[key]
         for limit in limits if label == "all" else (cap,):
             precision[label, limit], recall[label, limit] = _precision_recall(
-                match, rank, kept & (rank_in_group_class < limit), pred_in,
-                pred_class, ref_class, ref_ignored, count_reference[label],
+                match, rank, kept & (order.rank_in_group_class < limit), pred_in,
+                inputs.pred_class, inputs.ref_class, ref_ignored, count_reference[label],
             )
+    return precision, recall, count_reference
 
-    result = _summary(precision, recall, ranges, cap)
+
+def _result(inputs: APInputs, order: _DetectionOrder, precision, recall, count_reference):
+    """The dict ``average_precision`` returns (see there)."""
+    cap = order.cap
+    result = _summary(precision, recall, inputs.ranges, cap)
     result["per_class"] = {}
-    if predicted_class is not None:
+    if inputs.classes_given:
         result["per_class"] = _per_class(
             precision["all", cap], recall["all", cap], count_reference["all"],
-            np.bincount(pred_class, minlength=n_classes), class_names,
+            np.bincount(inputs.pred_class, minlength=inputs.n_classes), inputs.class_names,
         )
     result["pr_curve_50"] = _curve(precision["all", cap][_T50])
     result["pr_curve"] = _curve(np.mean(precision["all", cap], axis=0))
     result.update(
         iou_thresholds=IOU_THRESHOLDS.tolist(),
-        max_detections=max_detections,
+        max_detections=inputs.max_detections,
         count_reference=int(count_reference["all"].sum()),
-        count_reference_ignored=int(crowd.sum()),
-        count_predicted=n_pred,
-        count_predicted_nan_score=int(np.isnan(scores).sum()),
-        count_predicted_beyond_max_detections=int((~kept).sum()),
+        count_reference_ignored=int(inputs.crowd.sum()),
+        count_predicted=inputs.n_pred,
+        count_predicted_nan_score=int(np.isnan(inputs.scores).sum()),
+        count_predicted_beyond_max_detections=int((~order.kept).sum()),
         count_class_with_reference=int((count_reference["all"] > 0).sum()),
     )
     return result
@@ -227,16 +335,18 @@ def average_precision(
 # --- matching -------------------------------------------------------------------------------
 
 
-def _candidate_ious(
-    predicted, reference, pred_area, ref_area, crowd, kept,
-    pred_group, ref_group, pred_class, ref_class, n_classes, ancestor_keys, area=None,
-):
-    """(pred, ref, iou) of same-group, class-compatible pairs whose IoU can reach 0.50.
+def _candidate_ious(inputs: APInputs, kept: np.ndarray):
+    """(pred, ref, iou) of same-group, class-compatible pairs whose IoU can reach 0.50, among
+    the predictions ``kept`` (bool, (n_pred,)).
 
     Groups are laid side by side along x (each group's envelopes shifted by a multiple of the
     data's width) so that one STRtree query returns same-group candidates only, whatever the
     number of groups.
     """
+    predicted, reference, area = inputs.predicted, inputs.reference, inputs.area
+    pred_area, ref_area, crowd = inputs.pred_area, inputs.ref_geometric_area, inputs.crowd
+    pred_group, ref_group = inputs.pred_group, inputs.ref_group
+    pred_class, ref_class = inputs.pred_class, inputs.ref_class
     empty = np.zeros(0, dtype=np.int64)
     pred_idx = np.flatnonzero(kept & (pred_area > 0))
     ref_idx = np.flatnonzero(ref_area > 0)
@@ -251,8 +361,9 @@ def _candidate_ious(
     p, r = pred_idx[q_pred], ref_idx[q_ref]
     same = pred_group[p] == ref_group[r]  # already so by the shift; kept as the rule's statement
     compatible = pred_class[p] == ref_class[r]
-    if len(ancestor_keys):
-        compatible |= np.isin(pred_class[p] * n_classes + ref_class[r], ancestor_keys)
+    if len(inputs.ancestor_keys):
+        compatible |= np.isin(pred_class[p] * inputs.n_classes + ref_class[r],
+                              inputs.ancestor_keys)
     q_pred, q_ref = q_pred[same & compatible], q_ref[same & compatible]
     p, r = pred_idx[q_pred], ref_idx[q_ref]
     # Skip the overlay where even the envelopes' overlap cannot give an IoU of 0.50 (planar

@@ -21,7 +21,9 @@ GroundSet's F1 / precision / recall at the IoU threshold, mIoU and true negative
   only on rows without a usable geometry (an answer "none" stored as a null geometry, say) or
   on ignore regions. Rows without a group value are not a group.
 
-Sources: ../shared/seeds/galtea_spatial_match.txt; ../shared/seeds/groundset_eval.txt.
+Sources: the Galtea documentation, "Spatial Match" (the spatial_match metric); Ferrod et al.
+(2026), "GroundSet: A Cadastral-Grounded Dataset for Spatial Understanding with Vector Data",
+arXiv:2603.14609.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import numpy as np
 
 from .labels import MISSING
 from .rules import Matches, at_or_above, match
-from .summary import f1_score, ratio
+from ..util.rates import safe_divide
+from .summary import f1_score
 from ..pairs.overlap import OverlapPairs
 
 
@@ -78,11 +81,11 @@ def detection_scores(
     tp = int(np.sum(greedy.reference_match >= 0))
     fp = int(np.sum(counted & ~pred_matched))
     fn = n_reference - tp
-    precision = float(ratio(tp, tp + fp, 0.0))
-    recall = float(ratio(tp, tp + fn, 0.0))
+    precision = float(safe_divide(tp, tp + fp, zero_division=0.0))
+    recall = float(safe_divide(tp, tp + fn, zero_division=0.0))
     metrics = {
         "count_spatial_match": int(passes.sum()),
-        "spatial_match_rate": float(ratio(int(passes.sum()), n_reference, 0.0)),
+        "spatial_match_rate": float(safe_divide(int(passes.sum()), n_reference, zero_division=0.0)),
         "groundset_count_tp": tp,
         "groundset_count_fp": fp,
         "groundset_count_fn": fn,

@@ -1,7 +1,7 @@
 """Groups of reference fields: strata, size classes, and bootstrap resampling over them.
 
-Definitions follow the agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt,
-"Strata, size classes and confidence intervals").
+Definitions follow the agribound 1.0 documentation, "Evaluation" (section "Strata, size classes
+and confidence intervals").
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Class and group labels: normalising them and deciding which pairs may match.
 
 Groups (image or tile ids) restrict matching to the same group. Classes follow GroundSet's
-taxonomy-aware rule (../shared/seeds/groundset_eval.txt): a prediction may match a reference
-whose class equals its own or is an ancestor of it ("a valid child class answers a query for
-its parent"). Class names follow one rule everywhere (matching, per-class counts, average
-precision, the taxonomy, polygon and raster class maps): Unicode normalisation form C
+taxonomy-aware rule (Ferrod et al. 2026, "GroundSet", arXiv:2603.14609): a prediction may match
+a reference whose class equals its own or is an ancestor of it ("a valid child class answers a
+query for its parent"). Class names follow one rule everywhere (matching, per-class counts,
+average precision, the taxonomy, polygon and raster class maps): Unicode normalisation form C
 (NFC: "Forêt" typed as one character or as "e" and a combining accent is one class), then
 surrounding spaces stripped, then Unicode caseless matching (``str.casefold``: "STRASSE" and
 "straße" are one class). Group labels take the same rule without the casefold. The missing
@@ -25,12 +25,23 @@ from ..util.checks import is_missing
 MISSING = ""
 
 
+#: Methods of Qt's date and time values (QDateTime, QDate, QTime, duck-typed: core never
+#: imports qgis) that give Python's ``datetime`` objects.
+_PY_DATE_METHODS = ("toPyDateTime", "toPyDate", "toPyTime")
+
+
 def label_text(value, *, casefold: bool) -> str:
     """The one normalised form of a label: numbers as text (12, 12.0 and "12" are "12"),
+    dates and times (Python's or Qt's, from a date field) as ISO 8601 text ("2020-01-01"),
     then NFC, then stripped, then (``casefold``) casefolded; missing values (None, NaN,
     NULL, blank) ``MISSING``."""
     if is_missing(value):
         return MISSING
+    for method in _PY_DATE_METHODS:  # a QDate, QDateTime or QTime from a date field
+        convert = getattr(value, method, None)
+        if callable(convert):
+            value = convert()  # datetime.date etc.: str() is ISO 8601, "2020-01-01"
+            break
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)  # 12.0, np.float32(12) -> "12"
     text = unicodedata.normalize("NFC", str(value)).strip()

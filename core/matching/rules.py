@@ -47,7 +47,7 @@ def match(
     ``optimal``: the one-to-one assignment with the most matches and, among those, the largest
     total IoU (the greedy rule can miss a match where polygons overlap).
 
-    Source: agribound 1.0 evaluation, "Matching" (../shared/seeds/agribound_evaluation.txt);
+    Source: agribound 1.0 documentation, "Evaluation", section "Matching";
     ``optimal`` is a maximum-weight bipartite matching (Kuhn 1955, via scipy).
     Raises ValueError for an unknown method.
     """

@@ -3,12 +3,14 @@
 Every summary metric is a ratio of sums of per-reference-field quantities (predictions are
 attributed to their home reference field), so the same function serves the whole layer,
 strata, size classes and bootstrap resamples. Definitions, names and empty-denominator rules
-are those of the agribound 1.0 evaluation (../shared/seeds/agribound_evaluation.txt).
+are those of the agribound 1.0 documentation, "Evaluation".
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..util.rates import safe_divide
 
 #: Per-reference quantities whose sums define the metrics. "*pred*" quantities and
 #: "legacy_underseg" belong to predictions, summed onto their home reference field.
@@ -60,50 +62,52 @@ RATE_KEYS = (
 COUNT_KEYS = ("count_predicted", "count_reference", "count_tp", "count_fp", "count_fn")
 
 
-def ratio(num, den, empty: float) -> np.ndarray:
-    """``num / den`` elementwise, ``empty`` where ``den == 0``; NaN inputs propagate."""
-    num = np.asarray(num, dtype=float)
-    den = np.asarray(den, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = num / den
-    return np.where(den == 0, empty, out)
+#: The one zero-division rule (``util.rates.safe_divide``), under the name evaluate.py and
+#: older callers import: ``ratio(num, den, zero_division)``.
+ratio = safe_divide
 
 
 def f1_score(precision, recall) -> np.ndarray:
     """Harmonic mean of precision and recall; 0.0 when both are 0."""
     precision = np.asarray(precision, dtype=float)
     recall = np.asarray(recall, dtype=float)
-    return ratio(2.0 * precision * recall, precision + recall, 0.0)
+    return safe_divide(2.0 * precision * recall, precision + recall, zero_division=0.0)
 
 
 def metrics_from_sums(
-    sums: np.ndarray, empty_rate: float = 0.0, tolerance: bool = False
+    sums: np.ndarray, zero_division: float = 0.0, tolerance: bool = False, *,
+    empty_rate: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Summary metrics from quantity sums.
 
     Args:
         sums: float array, shape (..., len(QUANTITIES)): sums over reference fields (and their
             home predictions) of each quantity in ``QUANTITIES``.
-        empty_rate: value of a rate whose denominator is 0 (0.0 for reported metrics).
+        zero_division: value of a rate whose denominator is 0 (0.0 for reported metrics).
         tolerance: add the boundary-tolerance metrics (boundary_precision, boundary_recall,
             boundary_f1, coverage_within_tolerance and its area-weighted form).
+        empty_rate: the former name of ``zero_division`` (evaluate.py still passes it);
+            when given, it is used.
 
     Returns:
         dict of arrays of shape (...). Rates and the 0.1.x keys over_segmentation,
-        under_segmentation and area_error_mean_m2 take ``empty_rate`` on an empty
+        under_segmentation and area_error_mean_m2 take ``zero_division`` on an empty
         denominator; other means are NaN. Areas in ha, area errors in m².
 
     Source: agribound 1.0 evaluation, "Summary metrics" and "Empty denominators".
     """
 
+    if empty_rate is not None:
+        zero_division = empty_rate
+
     def q(name):
         return sums[..., Q[name]]
 
     def rate(num, den):
-        return ratio(num, den, empty_rate)
+        return safe_divide(num, den, zero_division=zero_division)
 
     def mean(num, den):
-        return ratio(num, den, np.nan)
+        return safe_divide(num, den, zero_division=np.nan)
 
     tp = q("tp")
     n_ref = q("n_ref")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .rules import at_or_above, greedy_accepted, greedy_order, match
-from .summary import f1_score, ratio
+from ..util.rates import safe_divide
+from .summary import f1_score
 from ..pairs.overlap import OverlapPairs
 
 #: IoU thresholds of the sweep: 0.05, 0.10, ..., 0.95.
@@ -58,8 +59,8 @@ def threshold_sweep(
         fp = int(np.sum(~pred_matched & ~ignored))
         n_counted = n_predicted - int(ignored.sum())
         empty = 1.0 if n_reference == 0 and n_counted == 0 else 0.0
-        precision = float(ratio(tp, tp + fp, empty))
-        recall = float(ratio(tp, n_reference, empty))
+        precision = float(safe_divide(tp, tp + fp, zero_division=empty))
+        recall = float(safe_divide(tp, n_reference, zero_division=empty))
         out["iou_threshold"].append(float(threshold))
         out["count_tp"].append(tp)
         out["count_fp"].append(fp)

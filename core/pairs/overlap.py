@@ -114,79 +114,113 @@ def overlap_pairs(
     order = np.lexsort((pred_idx, ref_idx))
     ref_idx = ref_idx[order].astype(np.int64)
     pred_idx = pred_idx[order].astype(np.int64)
-    ref_key, pred_key = _order_key(reference), _order_key(predicted)
     bounding = iou_floor is not None and area is shapely.area
-
-    def run(part: slice) -> tuple[np.ndarray, np.ndarray]:
-        ri, pi = ref_idx[part], pred_idx[part]
-        out = np.zeros(len(ri))
-        # Boxes that only touch (neighbours along a meridian or a parallel, say) bound an
-        # intersection of zero area: no exact test, no overlay.
-        lo = np.maximum(ref_key[ri, 1:3], pred_key[pi, 1:3])
-        hi = np.minimum(ref_key[ri, 3:5], pred_key[pi, 3:5])
-        candidate = np.flatnonzero((hi > lo).all(axis=1))
-        # Copies of the chunk's references to prepare: the caller's geometries stay as they
-        # are, and the prepared indexes live only as long as the chunk.
-        refs, local = np.unique(ri[candidate], return_inverse=True)
-        prepared = shapely.from_wkb(shapely.to_wkb(reference[refs]))
-        shapely.prepare(prepared)
-        hit = shapely.intersects(prepared[local], predicted[pi[candidate]])
-        meet, local = candidate[hit], local[hit]
-        # A prediction inside the interior of a reference (a third of the pairs of extracted
-        # fields) overlaps it by its own area: no overlay (which gives that area to ~1e-15).
-        inside = shapely.contains_properly(prepared[local], predicted[pi[meet]])
-        out[meet[inside]] = area(predicted[pi[meet[inside]]])
-        rest = meet[~inside]
-        bounded = np.zeros(len(out), dtype=bool)
-        if bounding and len(rest):
-            # A prediction whose box centre is in the reference is mostly its own field: its
-            # bound would not be low, so it is not worked out.
-            centre = (pred_key[pi[rest], 1:3] + pred_key[pi[rest], 3:5]) / 2.0
-            own = shapely.contains_xy(prepared[local[~inside]], centre[:, 0], centre[:, 1])
-            tried = np.flatnonzero(~own)
-            try:
-                skip = _bounded_pairs(ri[rest[tried]], pi[rest[tried]],
-                                      prepared[local[~inside][tried]], out, rest[tried])
-            except shapely.errors.GEOSException as exc:  # the bound is only a shortcut
-                logger.debug("no overlap bounds for a chunk of pairs: %s", exc)
-                skip = np.zeros(len(tried), dtype=bool)
-            bounded[rest[tried[skip]]] = True
-            rest = np.setdiff1d(rest, rest[tried[skip]], assume_unique=True)
-        del prepared
-        ri, pi = ri[rest], pi[rest]
-        out[rest] = _pair_areas(reference[ri], predicted[pi], ref_key[ri], pred_key[pi], area)
-        return out, bounded
-
-    def _bounded_pairs(ri, pi, prepared_ref, out, rows) -> np.ndarray:
-        """Pairs to leave bounded (bool, shape (len(ri),)); their bounds go into out[rows]."""
-        if len(ri) == 0:
-            return np.zeros(0, dtype=bool)
-        refs, local_r = np.unique(ri, return_inverse=True)
-        preds, local_p = np.unique(pi, return_inverse=True)
-        bound, (xy, into, pair) = bounded_slivers(
-            SupportingLines(reference[refs]), predicted[preds], local_r, local_p,
-            pred_key[preds, 1:5], predicted_area_m2[preds],
-        )
-        low = np.isfinite(bound) & (
-            iou_from_areas(bound, reference_area_m2[ri], predicted_area_m2[pi]) < iou_floor)
-        tested = low[pair]
-        skip = low & overlap_shown(prepared_ref, predicted[preds], local_p,
-                                   (xy[tested], into[tested], pair[tested]), len(ri))
-        out[rows[skip]] = bound[skip]
-        return skip
-
+    layers = _Layers(reference, reference_area_m2, _order_key(reference), predicted,
+                     predicted_area_m2, _order_key(predicted), area,
+                     iou_floor if bounding else None)
     # Chunks of at most _CHUNK_PAIRS pairs and _CHUNK_VERTICES vertices: a few pairs of large
     # polygons (countries) go to both cores too.
     vertices = (shapely.get_num_coordinates(reference)[ref_idx]
                 + shapely.get_num_coordinates(predicted)[pred_idx])
     chunks = split_weighted(vertices, _CHUNK_VERTICES, _CHUNK_PAIRS, 200_000)
-    parts = run_chunks(run, chunks, progress)
+    parts = run_chunks(lambda part: _chunk_areas(layers, ref_idx[part], pred_idx[part]),
+                       chunks, progress)
     inter = np.concatenate([np.zeros(0)] + [part[0] for part in parts])
     bounded = np.concatenate([np.zeros(0, dtype=bool)] + [part[1] for part in parts])
     positive = inter > 0
     ref_idx, pred_idx, inter = ref_idx[positive], pred_idx[positive], inter[positive]
     iou = iou_from_areas(inter, reference_area_m2[ref_idx], predicted_area_m2[pred_idx])
     return OverlapPairs(ref_idx, pred_idx, inter, iou, bounded[positive] if bounding else None)
+
+
+@dataclass(frozen=True)
+class _Layers:
+    """What each chunk of ``overlap_pairs`` reads: both layers (object arrays), their areas
+    (float arrays, m²) and order keys (``_order_key``), the area function, and the IoU floor
+    below which a pair may stay bounded (None: every pair exact)."""
+
+    reference: np.ndarray
+    reference_area_m2: np.ndarray
+    ref_key: np.ndarray
+    predicted: np.ndarray
+    predicted_area_m2: np.ndarray
+    pred_key: np.ndarray
+    area: AreaFunction
+    iou_floor: float | None
+
+
+def _chunk_areas(layers: _Layers, ri: np.ndarray, pi: np.ndarray):
+    """Intersection areas of the candidate pairs (``ri[k]``, ``pi[k]``) of one chunk:
+    ``(area, bounded)``, float and bool arrays of shape (len(ri),); 0 for pairs that do not
+    overlap; where ``bounded``, an upper bound instead (``_leave_bounded``)."""
+    out = np.zeros(len(ri))
+    ref_key, pred_key, predicted = layers.ref_key, layers.pred_key, layers.predicted
+    # Boxes that only touch (neighbours along a meridian or a parallel, say) bound an
+    # intersection of zero area: no exact test, no overlay.
+    lo = np.maximum(ref_key[ri, 1:3], pred_key[pi, 1:3])
+    hi = np.minimum(ref_key[ri, 3:5], pred_key[pi, 3:5])
+    candidate = np.flatnonzero((hi > lo).all(axis=1))
+    # Copies of the chunk's references to prepare: the caller's geometries stay as they
+    # are, and the prepared indexes live only as long as the chunk.
+    refs, local = np.unique(ri[candidate], return_inverse=True)
+    prepared = shapely.from_wkb(shapely.to_wkb(layers.reference[refs]))
+    shapely.prepare(prepared)
+    hit = shapely.intersects(prepared[local], predicted[pi[candidate]])
+    meet, local = candidate[hit], local[hit]
+    # A prediction inside the interior of a reference (a third of the pairs of extracted
+    # fields) overlaps it by its own area: no overlay (which gives that area to ~1e-15).
+    inside = shapely.contains_properly(prepared[local], predicted[pi[meet]])
+    out[meet[inside]] = layers.area(predicted[pi[meet[inside]]])
+    rest = meet[~inside]
+    bounded = np.zeros(len(out), dtype=bool)
+    if layers.iou_floor is not None and len(rest):
+        rest = _leave_bounded(layers, ri, pi, rest, prepared[local[~inside]], out, bounded)
+    del prepared
+    ri, pi = ri[rest], pi[rest]
+    out[rest] = _pair_areas(layers.reference[ri], predicted[pi], ref_key[ri], pred_key[pi],
+                            layers.area)
+    return out, bounded
+
+
+def _leave_bounded(layers: _Layers, ri, pi, rest, prepared_ref, out, bounded) -> np.ndarray:
+    """Of the chunk's pairs ``rest`` (positions; ``prepared_ref`` their prepared references)
+    still to overlay, those whose IoU bound is below the floor and which are shown to
+    overlap keep their bound in ``out`` and are marked in ``bounded`` (both in place).
+    Returns the pairs left to overlay."""
+    # A prediction whose box centre is in the reference is mostly its own field: its bound
+    # would not be low, so it is not worked out.
+    centre = (layers.pred_key[pi[rest], 1:3] + layers.pred_key[pi[rest], 3:5]) / 2.0
+    own = shapely.contains_xy(prepared_ref, centre[:, 0], centre[:, 1])
+    tried = np.flatnonzero(~own)
+    try:
+        skip = _bounded_pairs(layers, ri[rest[tried]], pi[rest[tried]], prepared_ref[tried],
+                              out, rest[tried])
+    except shapely.errors.GEOSException as exc:  # the bound is only a shortcut
+        logger.debug("no overlap bounds for a chunk of pairs: %s", exc)
+        skip = np.zeros(len(tried), dtype=bool)
+    bounded[rest[tried[skip]]] = True
+    return np.setdiff1d(rest, rest[tried[skip]], assume_unique=True)
+
+
+def _bounded_pairs(layers: _Layers, ri, pi, prepared_ref, out, rows) -> np.ndarray:
+    """Pairs to leave bounded (bool, shape (len(ri),)); their bounds go into out[rows]."""
+    if len(ri) == 0:
+        return np.zeros(0, dtype=bool)
+    refs, local_r = np.unique(ri, return_inverse=True)
+    preds, local_p = np.unique(pi, return_inverse=True)
+    predicted, predicted_area_m2 = layers.predicted, layers.predicted_area_m2
+    bound, (xy, into, pair) = bounded_slivers(
+        SupportingLines(layers.reference[refs]), predicted[preds], local_r, local_p,
+        layers.pred_key[preds, 1:5], predicted_area_m2[preds],
+    )
+    low = np.isfinite(bound) & (
+        iou_from_areas(bound, layers.reference_area_m2[ri], predicted_area_m2[pi])
+        < layers.iou_floor)
+    tested = low[pair]
+    skip = low & overlap_shown(prepared_ref, predicted[preds], local_p,
+                               (xy[tested], into[tested], pair[tested]), len(ri))
+    out[rows[skip]] = bound[skip]
+    return skip
 
 
 def settle(
@@ -251,7 +285,8 @@ def iou_from_areas(intersection, area_a, area_b, zero_division: float = 0.0) -> 
 
     Float arrays of one shape (n,) in, float array (n,) out; ``zero_division`` where the union
     is 0 (both areas 0). The clamp absorbs an intersection that overlay arithmetic puts a few
-    ulps above an area (../shared/seeds/spatial_iou_guide.txt, "Floating-point overshoot").
+    ulps above an area (the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated
+    Geometries", section "Floating-point overshoot").
     """
     intersection = np.asarray(intersection, dtype=float)
     union = np.asarray(area_a, dtype=float) + np.asarray(area_b, dtype=float) - intersection

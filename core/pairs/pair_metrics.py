@@ -18,7 +18,6 @@ Values when a pair has no polygonal area on one or both sides (documented decisi
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +32,7 @@ from ..geometry.crs import (
     transformer,
 )
 from .overlap import intersection_area, iou_from_areas, round_ratio
+from ..util.rates import check_zero_division
 from ..geometry.dissolve import dissolve
 from ..geometry.prepare import geometry_array, prepare_layer
 
@@ -136,10 +136,10 @@ def pair_metrics(
     Raises:
         ValueError: ``a`` and ``b`` do not pair up, or an option is out of range.
 
-    Sources: ../shared/seeds/iou_article.txt; Rezatofighi et al. (2019), Generalized
+    Sources: the IoU article, "Intersection over Union"; Rezatofighi et al. (2019), Generalized
     intersection over union, CVPR; Zheng et al. (2020), Distance-IoU loss, AAAI.
     """
-    zero_division = _check_zero_division(zero_division)
+    zero_division = check_zero_division(zero_division)
     if enclosing not in ENCLOSING:
         raise ValueError(f"enclosing must be one of {ENCLOSING}, got {enclosing!r}")
     a, b = _pair_arrays(a, b)
@@ -180,9 +180,9 @@ def spatial_pair_metrics(
         ValueError: a CRS that is not one, an equal-area CRS that is not projected in metres,
             exactly one side with a CRS, or an option out of range.
 
-    Source: ../shared/seeds/spatial_iou_guide.txt.
+    Source: the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated Geometries".
     """
-    zero_division = _check_zero_division(zero_division)
+    zero_division = check_zero_division(zero_division)
     if enclosing not in ENCLOSING:
         raise ValueError(f"enclosing must be one of {ENCLOSING}, got {enclosing!r}")
     a_crs = resolve_crs(a_crs, "a_crs")
@@ -224,7 +224,8 @@ def spatial_iou(a, b, crs=None, equal_area_crs=DEFAULT_EQUAL_AREA_CRS) -> float:
     taken in ``equal_area_crs``. A side without polygonal area scores 0.0, as does a pair with
     no area at all. Raises ValueError only for a CRS that is not one.
 
-    Source: ../shared/seeds/spatial_iou_guide.txt (repair, reproject, guarded overlay, clamp).
+    Source: the spatial IoU guide, "Measuring Spatial IoU for LLM-Generated Geometries"
+    (repair, reproject, guarded overlay, clamp).
     """
     metrics = spatial_pair_metrics(
         a, b, a_crs=crs, b_crs=crs, equal_area_crs=equal_area_crs, zero_division=0.0
@@ -401,14 +402,3 @@ def _footprint(value, crs, equal_area_crs, name: str):
     None, the PreparedLayer it came from)."""
     layer = prepare_layer(_as_sequence(value), crs, equal_area_crs, name)
     return dissolve(layer.geometries, name), layer
-
-
-def _check_zero_division(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"zero_division must be a number in [0, 1] or NaN, got {value!r}")
-    value = float(value)
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"zero_division must be in [0, 1] or NaN, got {value!r}")
-    return value

@@ -9,6 +9,7 @@ ratios are ``pair_metrics.metrics_from_measures``', on geometries prepared by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,9 +18,12 @@ import shapely
 from ..geometry.crs import (
     DEFAULT_EQUAL_AREA_CRS,
     crs_label,
+    densify_step,
     evaluation_crs,
     resolve_crs,
 )
+from ..geometry.densify import Projector, densify_adaptive
+from ..geometry.exact_area import lonlat_area_for
 from .overlap import overlap_pairs
 from .pair_metrics import (
     PairMetrics,
@@ -94,8 +98,8 @@ def overlap_pair_table(
             that is not projected in metres.
         TypeError: a layer given as a single geometry or a non-sequence.
 
-    Source: IoU, Dice, GIoU, DIoU as in ``pair_metrics`` (../shared/seeds/iou_article.txt;
-    Rezatofighi et al. 2019; Zheng et al. 2020).
+    Source: IoU, Dice, GIoU, DIoU as in ``pair_metrics`` (the IoU article, "Intersection over
+    Union"; Rezatofighi et al. 2019; Zheng et al. 2020).
     """
     progress = progress or Progress()
     predicted = geometry_array(predicted, "predicted")
@@ -105,22 +109,28 @@ def overlap_pair_table(
     ea_crs = evaluation_crs(ref_crs, pred_crs, equal_area_crs)
 
     progress.checkpoint(0, "Preparing geometries")
-    ref = prepare_layer(reference, ref_crs, ea_crs, "reference", progress.span(0, 30))
-    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(30, 60))
+    # Geographic layers in a cylindrical equal-area CRS stay in longitude/latitude and are
+    # measured exactly, as evaluate measures them (no densified copies).
+    lonlat = lonlat_area_for([ref_crs, pred_crs], ea_crs) if ea_crs is not None else None
+    ref = prepare_layer(reference, ref_crs, ea_crs, "reference", progress.span(0, 30), lonlat)
+    pred = prepare_layer(predicted, pred_crs, ea_crs, "predicted", progress.span(30, 60),
+                         lonlat)
     progress.checkpoint(60, "Computing overlaps")
     pairs = overlap_pairs(
-        ref.geometries, ref.area_m2, pred.geometries, pred.area_m2, progress.span(60, 85)
+        ref.overlay, ref.area_m2, pred.overlay, pred.area_m2, progress.span(60, 85),
+        area=ref.area_of,
     )
     progress.checkpoint(85, "Scoring pairs")
-    a, b = pred.geometries[pairs.predicted], ref.geometries[pairs.reference]
+    a, b = pred.overlay[pairs.predicted], ref.overlay[pairs.reference]
     # The intersections overlap_pairs measured (the ones evaluate matches on): no second
-    # overlay; GIoU's hull and DIoU's centroids are measured here.
+    # overlay; GIoU's hull and DIoU's centroids are measured here, in the equal-area CRS.
     metrics = metrics_from_measures(
         pred.area_m2[pairs.predicted],
         ref.area_m2[pairs.reference],
         pairs.intersection_m2,
         *enclosing_measures(
-            a, b, x_period=cylindrical_x_period(ea_crs) if ea_crs is not None else None
+            pred.to_map(a), ref.to_map(b),
+            x_period=cylindrical_x_period(ea_crs) if ea_crs is not None else None,
         ),
     )
     intersections = None
@@ -129,6 +139,8 @@ def overlap_pair_table(
         # GEOS cannot overlay gets an empty polygon.
         intersections = polygonal_parts(
             guarded_intersection(a, b, "an intersection geometry could not be computed"))
+        if lonlat is not None:
+            intersections = _lonlat_drawing(intersections, ref, lonlat)
         intersections[shapely.is_missing(intersections)] = shapely.Polygon()
     progress.checkpoint(100, "Done")
     return PairTable(
@@ -140,3 +152,21 @@ def overlap_pair_table(
         reference=ref,
         equal_area_crs=crs_label(ea_crs),
     )
+
+
+def _lonlat_drawing(geoms: np.ndarray, layer: PreparedLayer, lonlat) -> np.ndarray:
+    """Longitude/latitude polygons (object array, shape (n,), None allowed) drawn in the
+    equal-area CRS: edges split on the 50 m grid where their image bends
+    (``densify.densify_adaptive``), then the vertices projected (``PreparedLayer.to_map``)."""
+    out = np.array(geoms, dtype=object, copy=True)
+    present = np.flatnonzero(~shapely.is_missing(out))
+    if len(present) == 0:
+        return out
+    step = densify_step(lonlat.lonlat_crs)
+    if step is not None:
+        out[present] = densify_adaptive(
+            out[present], Projector(lonlat.lonlat_crs, layer.equal_area_crs), step,
+            half_turn=math.pi / float(lonlat.lonlat_crs.axis_info[0].unit_conversion_factor),
+        )[0]
+    out[present] = layer.to_map(out[present])
+    return out

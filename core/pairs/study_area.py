@@ -1,7 +1,7 @@
 """A study area applied alike to the predicted and the reference layer (agribound's
 ``aoi_selection``: "the reference polygons are first selected with the same rule as the
 predictions, so a field crossing the outline is kept or dropped on both sides alike",
-../shared/seeds/agribound_evaluation.txt, "In the pipeline").
+agribound 1.0 documentation, "Evaluation", section "In the pipeline").
 
 Rules, for each row of a layer against the study area (all its polygons, dissolved):
 

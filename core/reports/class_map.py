@@ -33,6 +33,7 @@ def build_class_map_report(
     inputs: dict,
     provenance: dict,
     warnings=(),
+    reproduce: dict | None = None,
 ) -> dict:
     """The report dict.
 
@@ -46,6 +47,8 @@ def build_class_map_report(
         parameters, inputs: as the caller read them.
         provenance: versions known only to the caller (plugin, QGIS); library versions are
             added.
+        warnings: messages for the report's alerts.
+        reproduce: {"algorithm", "parameters"} that rerun it (``reports.reproduce``), or None.
 
     Pixel accuracy is Σ TP / Σ matrix (an omission or an OTHER prediction counts as wrong);
     per-class ``areas`` hold ``tp_m2``, ``fp_m2``, ``fn_m2``, ``reference_m2`` and
@@ -88,7 +91,7 @@ def build_class_map_report(
             absent.append({"value": key, "name": classes.names[k], "status": status})
         class_rows.append({"value": key, "name": classes.names[k], "status": status})
     labels = keys + [confusion.OTHER, confusion.NO_PREDICTION]
-    return {
+    report = {
         "per_class": per_class,
         "miou": metrics["miou"],
         "fwiou": metrics["fwiou"],
@@ -110,6 +113,9 @@ def build_class_map_report(
         "provenance": {**provenance, **library_versions()},
         "warnings": list(warnings),
     }
+    if reproduce is not None:
+        report["reproduce"] = reproduce
+    return report
 
 
 def _value(x, unit: str | None = None):

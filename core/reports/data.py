@@ -5,58 +5,51 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import pyproj
-import shapely
-
 from ..evaluation.evaluate import Evaluation
+from ..util.versions import library_versions
 from .html import json_safe
 
-def library_versions() -> dict[str, str]:
-    """Versions of Python and of the libraries that decide the scores."""
-    return {
-        "python": platform.python_version(),
-        "shapely": shapely.__version__,
-        "geos": shapely.geos_version_string,
-        "pyproj": pyproj.__version__,
-        "proj": pyproj.proj_version_str,
-        "numpy": np.__version__,
-        **_optional_versions(("scipy", "matplotlib", "jinja2")),
-    }
 
-
-def _optional_versions(names) -> dict[str, str]:
-    """Versions of optional libraries, "not installed" for those missing."""
-    import importlib
-
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = importlib.import_module(name).__version__
-        except ImportError:
-            versions[name] = "not installed"
-    return versions
-
-
-def build_report(evaluation: Evaluation, inputs: dict, provenance: dict) -> dict:
-    """The report as a JSON-ready dict: metrics, parameters, inputs, provenance.
+def build_report(
+    evaluation: Evaluation,
+    inputs: dict,
+    provenance: dict,
+    *,
+    metrics: dict | None = None,
+    parameters: dict | None = None,
+    warnings=(),
+    extras: dict | None = None,
+    reproduce: dict | None = None,
+) -> dict:
+    """The report as a JSON-ready dict: metrics, parameters, inputs, provenance, warnings,
+    then ``extras`` and ``reproduce``.
 
     Args:
-        evaluation: the result of ``evaluate``.
+        evaluation: the result of ``evaluate`` (not modified).
         inputs: what was read, e.g. {"reference": {"source": ..., "feature_count": ...}, ...}.
         provenance: versions known only to the caller (plugin, QGIS); library versions are added.
+        metrics: the caller's own metrics (a study area's counts), after the evaluation's.
+        parameters: the caller's own parameters (the field names it read), after the
+            evaluation's.
+        warnings: the caller's own warnings (curved geometries, the same layer twice), after
+            the evaluation's.
+        extras: further top-level sections (``reports.evaluate.report_extras``).
+        reproduce: {"algorithm", "parameters"} that rerun it (``reports.reproduce``), or None.
     """
-    return {
-        "metrics": evaluation.metrics,
-        "parameters": evaluation.parameters,
+    report = {
+        "metrics": {**evaluation.metrics, **(metrics or {})},
+        "parameters": {**evaluation.parameters, **(parameters or {})},
         "inputs": inputs,
         "provenance": {**provenance, **library_versions()},
-        "warnings": list(evaluation.warnings),
+        "warnings": list(evaluation.warnings) + list(warnings),
+        **(extras or {}),
     }
+    if reproduce is not None:
+        report["reproduce"] = reproduce
+    return report
 
 
 def to_json_text(report: dict) -> str:

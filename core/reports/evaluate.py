@@ -9,7 +9,8 @@ import numpy as np
 import shapely
 
 from . import figures
-from ..boundary.distances import simplified_in_runs, utm_crs
+from ..boundary.distances import simplified_in_runs
+from ..boundary.zones import utm_crs
 from ..geometry.crs import transformer
 from ..evaluation.evaluate import Evaluation
 from ..matching.labels import MISSING

@@ -44,8 +44,9 @@ DEFINITIONS = (
                "(status unparseable or non_finite: no usable geometry)"),
     Definition("hallucination_rate", "Share of scored rows with at least one answered "
                "geometry outside the image or its coordinate grid (status out_of_bounds)"),
-    Definition("empty_answer_rate", "Share of scored rows answered with no geometry (an empty "
-               "list, \"none found\")"),
+    Definition("empty_answer_rate, count_empty_answers", "Share and count of scored rows "
+               "answered with no geometry (an empty list, \"none found\"); those expecting "
+               "nothing are correct rejections (count_true_negative)"),
     Definition("point_hit_rate, point_distance_median", "Rows with point answers: share where "
                "a point lies in an expected polygon; median distance from the nearest point "
                "to the nearest expected centre, in the row's units (pixels, fractions of the "

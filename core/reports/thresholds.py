@@ -27,7 +27,8 @@ Comparisons allow a relative tolerance of 1e-9 (as the IoU threshold does), so a
 undefined metric such as the IoU of a class absent from both maps) fails its condition, and a
 wildcard checks every value it reaches, nulls included: ``per_class.*.iou >= 0.5`` fails on
 such a class. A ``?`` after the path skips null values instead (``per_class.*.iou? >= 0.5``):
-they are listed as skipped, neither passed nor failed. A value that is text, an object or a
+they are listed as skipped, neither passed nor failed (a condition all of whose values are
+skipped checked nothing: ``checked_nothing`` names it). A value that is text, an object or a
 list is an error.
 """
 
@@ -159,6 +160,16 @@ def failure_message(results) -> str:
     checked = sum(not r.skipped for r in results)
     verb = "check failed" if checked == 1 else "checks failed"
     return f"{len(failed)} of {checked} threshold {verb}:\n" + "\n".join(lines)
+
+
+def checked_nothing(results) -> list[str]:
+    """The conditions (their text, in order) every one of whose values was skipped as null
+    (``?``): they checked nothing, so a gate made of them passes whatever the report holds
+    (``per_class.*.iou? >= 0.5`` on a report where no class has an IoU)."""
+    seen = {}
+    for r in results:
+        seen[r.condition] = seen.get(r.condition, True) and r.skipped
+    return [condition for condition, skipped in seen.items() if skipped]
 
 
 def _parse_one(text: str) -> Condition:

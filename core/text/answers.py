@@ -263,13 +263,19 @@ def _json_raws(text: str, prose_numbers: bool):
     values = list(ex.json_values(text))
     raws, note, found_json, nothing, skipped = [], "", False, True, False
     for k, (value, start, end, repaired) in enumerate(values):
-        if value is RecursionError:
+        if value is RecursionError:  # counted, not skipped silently
+            raws.append(ex.Raw("box", start, end, syntax="json", failure=(
+                "JSON nested too deeply to read (past Python's recursion limit)")))
+            found_json = True
             continue
         if not prose_numbers and ex.is_bare_numbers(value):
             before = values[k - 1][2] if k > 0 else 0
             after = values[k + 1][1] if k + 1 < len(values) else len(text)
-            if not ex.standalone(text, start, end, before, after):
-                skipped = True  # "the image is [1920, 1080]": prose, not a geometry
+            if not ex.standalone(text, start, end, before, after) or (
+                    len(value) == 1 and ex.is_number(value[0])):
+                # "the image is [1920, 1080]": prose, not a geometry; nor is one number alone
+                # ("[1]" a footnote, "Confidence:\n[0.95]"), which no syntax makes a geometry
+                skipped = True
                 continue
         found_json = True
         found = value_raws(value, start, end)
@@ -577,6 +583,8 @@ def resolve_auto(untyped, size):
     if fits_pixel and fits_1000 and (width, height) != (1000.0, 1000.0):
         return ("pixel_xyxy", f"auto: read as pixels; the values also fit 0–1000 normalised "
                 f"coordinates (image {width:g} × {height:g})", "auto: within the image")
+    if fits_pixel and fits_1000:  # a 1000 × 1000 image: both readings give the same numbers
+        return "pixel_xyxy", "", "auto: within the image (1000 × 1000: pixels and 0–1000 agree)"
     if fits_pixel:
         return "pixel_xyxy", "", "auto: within the image, above 1000"
     if fits_1000:

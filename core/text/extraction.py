@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import deque
 import math
 import re
 import warnings
@@ -26,7 +27,12 @@ NONE_FOUND = re.compile(
     r"present|visible|in (?:the|this) image)|not found|nothing (?:found|detected)|"
     r"there (?:is|are) no\b(?! (?:doubt|question|need|way|problem|reason))|cannot find|"
     r"could not find|can't find|did not find|no such (?:object|thing)|there are none|"
-    r"does not contain any|none(?! other than))\b",
+    r"does not contain any|none(?! other than)|"
+    # "No airplane is visible in the image." (one object, singular)
+    r"no \w+ (?:is|are) (?:visible|present|found|detected))\b"
+    # the whole answer a short negative: Visual-RFT's detection prompt asks for "No Objects"
+    # when the category is absent; a JSON null
+    r"|^(?:</?\w{1,20}>|\W)*(?:no objects?|nothing|null)(?:</?\w{1,20}>|\W)*$",
     re.IGNORECASE,
 )
 
@@ -112,7 +118,11 @@ def blank(text: str, spans) -> str:
 
 # --- Numbers --------------------------------------------------------------------------------
 
-NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: Minus signs other than ASCII's that models and word processors write: U+2212 MINUS SIGN,
+#: U+FE63 SMALL HYPHEN-MINUS, U+FF0D FULLWIDTH HYPHEN-MINUS (float() reads none of them).
+MINUS_SIGNS = "\u2212\ufe63\uff0d"
+_MINUS = str.maketrans({c: "-" for c in MINUS_SIGNS})
+NUMBER = rf"[-+{MINUS_SIGNS}]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER = re.compile(NUMBER)
 #: The innermost bracketed groups of a body, and an opening bracket left unclosed.
 _GROUP = re.compile(r"\[([^\[\]]*)\]|\(([^()]*)\)")
@@ -120,7 +130,7 @@ _GROUP = re.compile(r"\[([^\[\]]*)\]|\(([^()]*)\)")
 
 def numbers_in(body: str) -> list:
     """Every number in a body of text, as floats."""
-    return [float(v) for v in _NUMBER.findall(body)]
+    return [float(v.translate(_MINUS)) for v in _NUMBER.findall(body)]
 
 
 def number_groups(body: str):
@@ -242,7 +252,7 @@ def wkt_raw(text: str, start: int, end: int) -> Raw:
 
 _DECODER = json.JSONDecoder()
 #: What may follow "[" or "{" (after blanks) in JSON or in the slips ``lenient`` repairs.
-_JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\'.'), "{": set('"}\'')}
+_JSON_AFTER = {"[": set('[{"]-0123456789tfnNIFT\'.' + MINUS_SIGNS), "{": set('"}\'')}
 #: First window of text decoded at a bracket; doubled while the value runs past it.
 _DECODE_WINDOW = 4096
 #: Repairs tried per answer, and prefixes tried per repair: each costs a pass over the rest
@@ -252,7 +262,8 @@ _REPAIR_ATTEMPTS = 20
 _REPAIR_CUTS = 20
 TRUNCATED = "truncated JSON repaired (the incomplete tail dropped)"
 NO_GEOMETRY_JSON = "JSON without a geometry in a form this tool reads"
-MALFORMED = "malformed JSON repaired (trailing commas, single quotes or Python literals)"
+MALFORMED = ("malformed JSON repaired (trailing commas, comments, single quotes, Python "
+             "literals or Unicode minus signs)")
 PROSE_NUMBERS = ("bracketed numbers in prose were not read as geometry (COORDINATE_FORMAT "
                  "auto reads a bare list only where it stands alone)")
 
@@ -322,22 +333,28 @@ def _after_nested(text: str, k: int) -> int:
     return len(text)
 
 
-_PY_STRING = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+#: The tokens of a JSON-like span that ``lenient`` keeps apart: strings in single or double
+#: quotes, and comments (// to the end of the line; /* … */, an unclosed one to the end).
+_LENIENT_TOKENS = re.compile(
+    r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|(//[^\n]*|/\*.*?(?:\*/|\Z))",
+    re.DOTALL)
+_PY_LITERALS = {"None": "null", "True": "true", "False": "false", "nan": "NaN",
+                "inf": "Infinity"}
+_PY_LITERAL = re.compile(r"\b(?:None|True|False|nan|inf)\b")
+
+
+def _lenient_outside(part: str) -> str:
+    """Text outside strings and comments: Python literals as JSON's, other minus signs as
+    ASCII's, trailing commas gone."""
+    part = _PY_LITERAL.sub(lambda m: _PY_LITERALS[m.group(0)], part).translate(_MINUS)
+    return re.sub(r",\s*([\]}])", r"\1", part)
 
 
 def lenient(span: str):
-    """A balanced JSON-like span with common slips fixed (trailing commas; Python's quotes,
-    None, True, False: a label in double quotes may hold an apostrophe), decoded; None if it
-    still is not JSON."""
-    def quote(match):
-        if match.group(1) is None:
-            return match.group(0)  # a JSON string already (it may hold an apostrophe)
-        return json.dumps(match.group(1).replace("\\'", "'"))
-
-    fixed = _PY_STRING.sub(quote, span)
-    fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
-    fixed = re.sub(r"\bNone\b", "null", fixed)
-    fixed = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", fixed))
+    """A balanced JSON-like span with common slips fixed (trailing commas; comments; Python's
+    quotes, None, True, False, nan, inf: a label in double quotes may hold an apostrophe, and
+    words inside strings are left as written), decoded; None if it still is not JSON."""
+    fixed = lenient_text(span)
     if fixed == span:
         return None
     try:
@@ -346,13 +363,47 @@ def lenient(span: str):
         return None
 
 
+def lenient_text(span: str) -> str:
+    """The text of ``lenient``'s repairs, not decoded. The strings are set aside (a NUL in
+    their place) and the text outside them is fixed in one pass of each pattern, so the cost
+    is a few passes over the span."""
+    strings, outside, k = [], [], 0
+    for match in _LENIENT_TOKENS.finditer(span):
+        outside.append(span[k:match.start()])
+        k = match.end()
+        if match.group(3) is not None:  # a comment
+            outside.append(" ")
+        elif match.group(1) is not None:
+            strings.append(json.dumps(match.group(1).replace("\\'", "'")))
+            outside.append("\0")
+        else:
+            strings.append(match.group(0))  # a JSON string already (it may hold an apostrophe)
+            outside.append("\0")
+    outside.append(span[k:])
+    if "\0" in span:  # the marker cannot be told apart: fix each part on its own
+        parts = [_lenient_outside(p) if p != "\0" else p for p in outside]
+        pieces = iter(strings)
+        fixed = "".join(next(pieces) if p == "\0" else p for p in parts)
+    else:
+        parts = _lenient_outside("".join(outside)).split("\0")
+        fixed = "".join(p + s for p, s in zip(parts, strings + [""]))
+    return fixed
+
+
 def repair_truncated(text: str, start: int):
     """A JSON value starting at ``start`` that the text cuts off: the longest prefix ending
     after a complete element, closed with the brackets still open; or a complete value with
     common slips (``lenient``). (value, end, repair reason) or (None, start, None)."""
     if text[start] not in "[{":
         return None, start, None
-    stack, quote, escape, cuts = [], None, False, []
+    # cuts: after each closed bracket; and before a comma that ends a string value in an
+    # object holding a closed list or object already ({"box_2d": [...], "label": "cat", "mask":
+    # <cut off>: the label is kept), never inside a list of numbers (a box cut short must not
+    # become a point). The open brackets are a linked stack ((closer, rest) pairs) so that a
+    # cut keeps them in O(1), and only the last _REPAIR_CUTS cuts are kept: a string of the
+    # closers per cut cost time and memory quadratic in text nested ever deeper (1 MB: 9 s).
+    node, quote, escape, has_child, last = None, None, False, [], ""
+    cuts = deque(maxlen=_REPAIR_CUTS)
     for k in range(start, len(text)):
         c = text[k]
         if quote:
@@ -361,30 +412,60 @@ def repair_truncated(text: str, start: int):
             elif c == "\\":
                 escape = True
             elif c == quote or (c == "\n" and quote == "'"):
-                quote = None
+                quote, last = None, '"'
             continue
         if c == '"' or (c == "'" and not (k > start and text[k - 1].isalnum())):
             quote = c
         elif c in "[{":
-            stack.append("]" if c == "[" else "}")
+            node = ("]" if c == "[" else "}", node)
+            has_child.append(False)
         elif c in "]}":
-            if not stack or c != stack[-1]:
+            if node is None or c != node[0]:
                 return None, start, None  # malformed, not truncated
-            stack.pop()
-            if not stack:  # complete yet undecodable: common slips?
+            node = node[1]
+            has_child.pop()
+            if node is None:  # complete yet undecodable: common slips?
                 value = lenient(text[start:k + 1])
                 return (value, k + 1, MALFORMED) if value is not None else (None, start, None)
-            cuts.append((k + 1, "".join(reversed(stack))))
-    if not stack or not cuts:
+            has_child[-1] = True
+            cuts.append((k + 1, node))
+        elif c == "," and last == '"' and node is not None and node[0] == "}" and has_child[-1]:
+            cuts.append((k, node))
+        if not c.isspace():
+            last = c
+    if node is None or not cuts:
         return None, start, None
-    for cut, closers in reversed(cuts[-_REPAIR_CUTS:]):
+    # the slips are repaired once, in the pieces between cuts (a cut is never inside a string
+    # or a pattern lenient_text fixes), not once per cut: 20 repairs of a 1 MB prefix took 5 s
+    cut_list = list(cuts)
+    bounds = [start] + [cut for cut, _ in cut_list]
+    fixed_pieces = None
+    for i in range(len(cut_list) - 1, -1, -1):
+        cut, still_open = cut_list[i]
+        closers = "".join(_closers(still_open))
         try:
             return json.loads(text[start:cut] + closers), len(text), TRUNCATED
+        except RecursionError:
+            continue  # nested past the stack: no slip repair reads it either
+        except ValueError:
+            pass
+        if fixed_pieces is None:
+            fixed_pieces = [lenient_text(text[a:b]) for a, b in zip(bounds, bounds[1:])]
+        fixed = "".join(fixed_pieces[:i + 1])
+        if fixed == text[start:cut]:
+            continue
+        try:
+            return json.loads(fixed + closers), len(text), TRUNCATED
         except (ValueError, RecursionError):
-            value = lenient(text[start:cut] + closers)
-            if value is not None:
-                return value, len(text), TRUNCATED
+            continue
     return None, start, None
+
+
+def _closers(node):
+    """The closing brackets of a linked stack of open brackets, innermost first."""
+    while node is not None:
+        yield node[0]
+        node = node[1]
 
 
 def load_json(text: str):

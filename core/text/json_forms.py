@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import shapely
 
@@ -12,10 +13,19 @@ from .extraction import Raw, floats, is_number, load_json, short
 
 BOX_KEYS = ("bbox_2d", "bbox", "bboxes", "box", "boxes", "bounding_box", "bounding_boxes")
 POINT_KEYS = ("point_2d", "points_2d", "points")
-POLYGON_KEYS = ("polygon", "polygons", "segmentation", "contour", "mask")
+POLYGON_KEYS = ("polygon", "polygons", "segmentation", "contour", "mask", "quad_boxes")
 OBB_KEYS = ("obb", "rbox", "rotated_box", "oriented_box", "rotated_bbox", "obb_2d", "poly")
 LABEL_KEYS = ("label", "class", "category", "name", "object")
 _WRAPPERS = ("objects", "detections", "results", "answer", "output", "response", "content")
+#: Lists of labels parallel to a list of geometries (one label per geometry, in order), by
+#: the geometry key they go with; Florence-2's post_process_generation writes {"bboxes": [...],
+#: "labels": [...]} (and "bboxes_labels", "polygons_labels"), Grounding DINO's callers
+#: {"boxes": [...], "phrases": [...]}.
+_PARALLEL_LABELS = ("labels", "phrases", "classes", "class_names", "names", "categories")
+_OWN_PARALLEL_LABELS = {"bboxes": "bboxes_labels", "polygons": "polygons_labels"}
+#: Florence-2's task tokens as the keys of its post-processed answers ({"<OD>": {...}}): a
+#: wrapper, not a label.
+_TASK_KEY = re.compile(r"<[A-Z][A-Z0-9_]*>")
 _GEOJSON_TYPES = {
     "point", "multipoint", "linestring", "multilinestring", "polygon", "multipolygon",
     "geometrycollection",
@@ -63,7 +73,10 @@ class Walk:
 
     def obj(self, obj: dict, label) -> list:
         keys = {str(k).lower(): v for k, v in obj.items()}
-        label = next((str(keys[k]) for k in LABEL_KEYS if isinstance(keys.get(k), str)), label)
+        # a label in words or a class number ({"label": 3}: "3"), as a Feature's properties
+        label = next((str(keys[k]) for k in LABEL_KEYS if isinstance(keys.get(k), str)
+                      or (isinstance(keys.get(k), int) and not isinstance(keys.get(k), bool))),
+                     label)
         geo_type = str(keys.get("type", "")).lower()
         if geo_type == "featurecollection":
             out = []
@@ -92,6 +105,13 @@ class Walk:
                 for raw in raws:
                     if raw.failure is None and raw.kind == "box":
                         raw.kind, raw.mask = "mask", mask
+            elif isinstance(mask, str) and mask.strip():
+                # Gemini 2.5 may answer "<start_of_mask><seg_35><seg_65>…" (google-gemini
+                # cookbook issue 798): not a PNG this tool decodes; said, not dropped silently
+                for raw in raws:
+                    if raw.failure is None:
+                        raw.repaired.append(f"the mask is not a base64 PNG "
+                                            f"({mask.strip()[:24]!r}…): the box is kept")
             return raws
         if "point" in keys and isinstance(keys["point"], list):
             return self.convention_list(keys["point"], "normalized_1000_yxyx", "point", label)
@@ -107,19 +127,33 @@ class Walk:
         out = []
         for key in BOX_KEYS:
             if key in keys:
-                out += self.list(keys[key], "box", label)
+                out += self.labelled_list(keys, key, "box", label)
         for key in POINT_KEYS:
             if key in keys:
-                out += self.list(keys[key], "point", label)
+                out += self.labelled_list(keys, key, "point", label)
         for key in POLYGON_KEYS:
             if key in keys and not isinstance(keys[key], str):
-                out += self.list(keys[key], "polygon", label)
+                out += self.labelled_list(keys, key, "polygon", label)
         if out or any(k in keys for k in BOX_KEYS + POINT_KEYS + POLYGON_KEYS):
             return out
         for key, value in obj.items():  # a wrapper such as {"objects": [...]} or {"car": [...]}
             if isinstance(value, (dict, list, str)):
-                sub = label if str(key).lower() in _WRAPPERS else str(key)
-                out += self.value(value, label=sub)
+                wrapper = str(key).lower() in _WRAPPERS or _TASK_KEY.fullmatch(str(key))
+                out += self.value(value, label=label if wrapper else str(key))
+        return out
+
+    def labelled_list(self, keys: dict, key: str, kind: str, label) -> list:
+        """Raws of the geometries under ``key``, each with its label from a parallel list of
+        labels beside it (Florence-2's {"bboxes": [...], "labels": [...]}): one string per
+        geometry; an empty string keeps ``label``."""
+        value = keys[key]
+        labels = next((keys[k] for k in (_OWN_PARALLEL_LABELS.get(key),) + _PARALLEL_LABELS
+                       if k is not None and _parallel(keys.get(k), value)), None)
+        if labels is None:
+            return self.list(value, kind, label)
+        out = []
+        for item, item_label in zip(value, labels):
+            out += self.list(item, kind, item_label.strip()[:200] or label)
         return out
 
     def convention_list(self, value, convention, kind, label) -> list:
@@ -249,6 +283,14 @@ class Walk:
             f"{count_of(n, 'number')} {short(numbers)}: neither a box (4), a point (2) nor a "
             f"polygon ring "
             f"(2n, n >= 3)"))
+
+
+def _parallel(labels, value) -> bool:
+    """Whether ``labels`` is a list of strings, one per geometry of ``value`` (a list of
+    lists or objects)."""
+    return (isinstance(labels, list) and isinstance(value, list) and len(labels) == len(value)
+            and len(value) > 0 and all(isinstance(v, str) for v in labels)
+            and all(isinstance(v, (list, dict)) for v in value))
 
 
 def _is_pair(v) -> bool:

@@ -112,7 +112,9 @@ def _per(numbers, size, kind, start, end, convention, label, what):
 
 
 def _tag_reader(open_tag, close_tag, ref=None, *, size=4, kind="box",
-                convention="normalized_1000", what=None):
+                convention="normalized_1000", what=None, point=False):
+    """``point``: a closed span of exactly 2 numbers is a point (x, y) on the same grid (a
+    GUI agent's click target in a box tag); an unclosed one may be a box cut off."""
     what = what or f"{open_tag}…{close_tag}"
 
     def find(text):
@@ -124,7 +126,11 @@ def _tag_reader(open_tag, close_tag, ref=None, *, size=4, kind="box",
             grid = convention
             if "<" in body and _BIN_TOKENS.fullmatch(body):
                 grid = "falcon_bins_1000"  # Falcon: <box><855><297><891><355></box>
-            raws = _per(numbers_in(body), size, kind, start, end, grid, label, what)
+            numbers = numbers_in(body)
+            if point and closed and len(numbers) == 2:
+                raws = [Raw("point", start, end, numbers, grid, label)]
+            else:
+                raws = _per(numbers, size, kind, start, end, grid, label, what)
             if not closed:
                 if raws[0].failure is not None:
                     raws = [Raw(kind, start, end, failure=f"unclosed {open_tag}: {body[:40]!r}")]
@@ -186,11 +192,20 @@ _GEOCHAT_P = re.compile(r"<p>([^<]{0,200})</p>\s*$")
 def _geochat(text):
     # GeoChat: [<p>label</p>] {<x1><y1><x2><y2>|<θ>}, percent; the angle turns
     # counter-clockwise on screen (geochat_demo.py, rotate_bbox: cv2.getRotationMatrix2D)
+    # boxes chained after one phrase ("<p>planes</p> {…}{…}") all belong to it, as the demo's
+    # visualize_all_bbox_together splits "}{" and gives each box the phrase
+    chain_end, chain_label = -1, None
     for match in _ROTATED.finditer(text):
         start, end = match.span()
         numbers, angle = _rotated_numbers(match)
         head = _GEOCHAT_P.search(text, max(0, start - 220), start)
-        label = head.group(1).strip() if head else None
+        if head:
+            label = head.group(1).strip() or None
+        elif chain_end >= 0 and _CHAIN_GAP.fullmatch(text, chain_end, start):
+            label = chain_label
+        else:
+            label = None
+        chain_end, chain_label = end, label
         if numbers is None:
             yield start, end, [Raw("box", start, end, failure=(
                 f"GeoChat box that is not numbers: {match.group(0)[:60]!r}"))]
@@ -259,16 +274,24 @@ def _glm(text):
         yield start, end, raws
 
 
-_PALIGEMMA = re.compile(r"((?:<loc\d{4}>){4})(?:<seg\d{3}>)*[ \t]*([^;<\n]{0,200})")
+#: big_vision's own parser (_SEGMENT_DETECT_RE) allows blanks between the loc and the seg
+#: tokens, and writes them: "<loc0000>…<loc1012> <seg114>…<seg097> wall ; …"
+_PALIGEMMA = re.compile(
+    r"((?:<loc\d{4}>){4})[ \t]*((?:<seg\d{3}>)*)[ \t]*([^;<\n]{0,200})")
 
 
 def _paligemma(text):
-    # PaliGemma: <loc0393><loc0109><loc0859><loc0811> bird ; … (big_vision: / 1024, y first)
+    # PaliGemma: <loc0393><loc0109><loc0859><loc0811> bird ; … (big_vision: / 1024, y first);
+    # "segment" answers add 16 <segNNN> tokens, a mask only big_vision's VQ-VAE decoder
+    # reads: the box is kept and the reason says so
     for match in _PALIGEMMA.finditer(text):
         numbers = [float(v) for v in re.findall(r"<loc(\d{4})>", match.group(1))]
-        label = match.group(2).strip() or None
-        yield match.start(), match.end(), [Raw("box", match.start(), match.end(), numbers,
-                                               "normalized_1024_yxyx", label)]
+        label = match.group(3).strip() or None
+        raw = Raw("box", match.start(), match.end(), numbers, "normalized_1024_yxyx", label)
+        if match.group(2):
+            raw.repaired.append("PaliGemma <seg> mask tokens not decoded (they need "
+                                "big_vision's VQ-VAE decoder): the box is kept")
+        yield match.start(), match.end(), [raw]
 
 
 _FLORENCE = re.compile(r"(?:<loc_\d+>|<sep>|</?poly>)*<loc_\d+>(?:<loc_\d+>|<sep>|</?poly>)*")
@@ -322,6 +345,39 @@ def _florence_part(numbers, marked, start, end, label, convention="florence2_loc
 def _all_ordered_boxes(numbers):
     return all(numbers[k] <= numbers[k + 2] and numbers[k + 1] <= numbers[k + 3]
                for k in range(0, len(numbers), 4))
+
+
+_KOSMOS2 = re.compile(
+    r"(?:<phrase>([^<]{0,200})</phrase>\s*)?(?:<object>)?"
+    r"((?:<patch_index_\d{1,4}><patch_index_\d{1,4}></delimiter_of_multi_objects/>)*"
+    r"<patch_index_\d{1,4}><patch_index_\d{1,4}>)(?:</object>)?")
+#: Kosmos-2's grid: 1024 patch index tokens, 32 a side.
+_KOSMOS2_SIDE = 32
+
+
+def _kosmos2(text):
+    # Kosmos-2: <phrase>a snowman</phrase><object><patch_index_0044><patch_index_0863></object>,
+    # the upper-left and lower-right cells of a 32 × 32 grid (index = row · 32 + column), as
+    # fractions by transformers' processing_kosmos2.py patch_index_to_coordinate (from the
+    # unilm kosmos-2 demo): cell centres, or cell edges when both corners share a row or a
+    # column (or are one cell); boxes of one phrase split by </delimiter_of_multi_objects/>
+    for match in _KOSMOS2.finditer(text):
+        start, end = match.span()
+        label = (match.group(1) or "").strip() or None
+        raws = []
+        for pair in match.group(2).split("</delimiter_of_multi_objects/>"):
+            first, second = (int(v) for v in re.findall(r"<patch_index_(\d+)>", pair))
+            raws.append(Raw("box", start, end, _kosmos2_box(first, second), "normalized_1",
+                            label))
+        yield start, end, raws
+
+
+def _kosmos2_box(first, second, side=_KOSMOS2_SIDE):
+    cell = 1.0 / side
+    (y1, x1), (y2, x2) = divmod(first, side), divmod(second, side)
+    if first == second or x1 == x2 or y1 == y2:
+        return [x1 * cell, y1 * cell, (x2 + 1) * cell, (y2 + 1) * cell]
+    return [(x1 + 0.5) * cell, (y1 + 0.5) * cell, (x2 + 0.5) * cell, (y2 + 0.5) * cell]
 
 
 _XML_POINT = re.compile(r"<(points?)\b([^<>]*)>([^<]{0,200})(?:</points?>)?", re.IGNORECASE)
@@ -463,9 +519,11 @@ REGISTRY = (
            "Luo-Z13/SkySenseGPT, Tools/process_data_RS_Object_Detection.py (RBOX_NORM = 100, "
            "mmrotate 'oc' angles)", _skysense),
     Reader("qwen2vl", "Qwen2-VL", "normalized_1000",
-           "Qwen2-VL model card (<|box_start|>(x1,y1),(x2,y2)<|box_end|>, 0–1000)",
+           "Qwen2-VL model card (<|box_start|>(x1,y1),(x2,y2)<|box_end|>, 0–1000); a point "
+           "<|box_start|>(x,y)<|box_end|> as ms-swift's custom dataset docs write a click",
            _tag_reader("<|box_start|>", "<|box_end|>",
-                       ("<|object_ref_start|>", "<|object_ref_end|>"), what="Qwen2-VL box")),
+                       ("<|object_ref_start|>", "<|object_ref_end|>"), what="Qwen2-VL box",
+                       point=True)),
     Reader("ref_box", "Qwen-VL, InternVL, MiniCPM-V", "normalized_1000",
            "Qwen-VL README (<ref>…</ref><box>(x1,y1),(x2,y2)</box>); InternVL "
            "internvl_chat/eval/refcoco/evaluate_grounding.py (/ 1000); MiniCPM-V "
@@ -492,6 +550,10 @@ REGISTRY = (
     Reader("florence2", "Florence-2", "florence2_loc_1000",
            "Florence-2 processing_florence2.py (CoordinatesQuantizer 'floor': bin centres)",
            _florence, fixed=True),
+    Reader("kosmos2", "Kosmos-2", "normalized_1",
+           "transformers models/kosmos2/processing_kosmos2.py (patch_index_to_coordinate, "
+           "32 × 32 patches; from microsoft/unilm kosmos-2/demo/decode_string.py)", _kosmos2,
+           fixed=True),
     Reader("xml_points", "Molmo, Molmo2, Qwen3-VL", "normalized_100",
            "allenai/molmo2 olmo/preprocessing/point_formatter.py (coords, / 1000); Molmo README "
            "(x, y percent)", _xml_points),

@@ -272,6 +272,8 @@ def _row(answer, truth, group) -> dict:
     if not answer_polygons:
         if answer.status == EMPTY:
             row["reason"] = "the answer holds no geometry"
+        elif answer_points and not truth_polygons:  # point against point: no hit is defined
+            row["reason"] = "answer and expected are points only (see point_distance)"
         elif answer_points:
             row["reason"] = "the answer holds points only (see point_hit)"
         else:
@@ -348,7 +350,8 @@ def summarise(rows: dict, intersections, unions, iou_threshold: float) -> dict:
     row without an answer polygon counts Dice 0 and GIoU -1, as ``pair_metrics`` scores area
     on one side only), centre_hit_rate (over scored
     rows), parse_failure_rate (answers that could not be read: unparseable or non-finite),
-    empty_answer_rate, hallucination_rate (answers with a geometry out of bounds),
+    empty_answer_rate, count_empty_answers, hallucination_rate (answers with a geometry out of
+    bounds),
     count_true_negative, count_point_answers, point_hit_rate, point_distance_median.
     Rates over no rows are NaN (written as null).
     """
@@ -391,6 +394,7 @@ def summarise(rows: dict, intersections, unions, iou_threshold: float) -> dict:
         "parse_failure_rate": rate(np.isin(status, (UNPARSEABLE, NON_FINITE))),
         "count_parse_failures": int(np.isin(status, (UNPARSEABLE, NON_FINITE)).sum()),
         "empty_answer_rate": rate(status == EMPTY),
+        "count_empty_answers": int((status == EMPTY).sum()),
         "hallucination_rate": rate(np.asarray(rows["n_out_of_bounds"])[scored] > 0),
         "count_hallucinated": int((np.asarray(rows["n_out_of_bounds"])[scored] > 0).sum()),
         "count_true_negative": int(np.sum(

@@ -1,5 +1,6 @@
-"""Utilities every stage uses: checks of caller-supplied numbers, progress and cancellation,
-threads over both cores, memory checks, the allocator, the words of messages.
+"""Utilities every stage uses: checks of caller-supplied numbers, the zero-division rule of
+every metric (rates), progress and cancellation, threads over both cores, memory checks, the
+allocator, the words of messages, library versions.
 """
 
 from .checks import (  # noqa: F401
@@ -25,6 +26,13 @@ from .memory import (  # noqa: F401
     InsufficientMemoryError,
     available_bytes,
     check_memory,
+)
+from .rates import (  # noqa: F401
+    check_zero_division,
+    safe_divide,
+)
+from .versions import (  # noqa: F401
+    library_versions,
 )
 from .wording import (  # noqa: F401
     count_of,
@@ -58,13 +66,16 @@ __all__ = [
     "check_non_negative_int",
     "check_positive",
     "check_threshold",
+    "check_zero_division",
     "count_of",
     "enter",
     "is_missing",
     "leave",
+    "library_versions",
     "plural",
     "run_beside",
     "run_chunks",
+    "safe_divide",
     "split",
     "split_weighted",
     "tuned",
