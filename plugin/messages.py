@@ -12,7 +12,8 @@ def show_problems(problems, iface=None) -> None:
     """Log every problem (critical when a required package, else a warning) and push it to
     the message bar when there is one (``iface``)."""
     for problem in problems:
-        level = Qgis.Critical if problem.dependency.required else Qgis.Warning
+        level = (Qgis.MessageLevel.Critical if problem.dependency.required
+                 else Qgis.MessageLevel.Warning)
         QgsMessageLog.logMessage(problem.message, LOG_TAG, level)
         if iface is not None:
             iface.messageBar().pushMessage(LOG_TAG, problem.message, level=level, duration=0)

@@ -2,10 +2,16 @@
 
 from qgis.core import (
     Qgis,
+    QgsCoordinateReferenceSystem,
+    QgsFeatureRequest,
     QgsFeatureSink,
+    QgsFields,
     QgsProcessing,
     QgsProcessingFeatureSource,
     QgsProcessingParameterDefinition,
+    QgsProcessingParameterField,
+    QgsProcessingParameterNumber,
+    QgsProperty,
     QgsWkbTypes,
 )
 from qgis.PyQt.QtCore import QMetaType
@@ -16,31 +22,79 @@ try:  # QGIS >= 3.36
     TABLE = Qgis.ProcessingSourceType.Vector
     SKIP_GEOMETRY_CHECKS = Qgis.ProcessingFeatureSourceFlag.SkipGeometryValidityChecks
 except AttributeError:  # QGIS 3.22 - 3.34
-    VECTOR_POLYGON = QgsProcessing.TypeVectorPolygon
-    VECTOR_POINT = QgsProcessing.TypeVectorPoint
-    TABLE = QgsProcessing.TypeVector
-    SKIP_GEOMETRY_CHECKS = QgsProcessingFeatureSource.FlagSkipGeometryValidityChecks
+    VECTOR_POLYGON = QgsProcessing.SourceType.TypeVectorPolygon
+    VECTOR_POINT = QgsProcessing.SourceType.TypeVectorPoint
+    TABLE = QgsProcessing.SourceType.TypeVector
+    SKIP_GEOMETRY_CHECKS = QgsProcessingFeatureSource.Flag.FlagSkipGeometryValidityChecks
 
 try:  # QGIS >= 3.30
     MULTI_POLYGON = Qgis.WkbType.MultiPolygon
     MULTI_POINT = Qgis.WkbType.MultiPoint
     NO_GEOMETRY = Qgis.WkbType.NoGeometry
 except AttributeError:
-    MULTI_POLYGON = QgsWkbTypes.MultiPolygon
-    MULTI_POINT = QgsWkbTypes.MultiPoint
-    NO_GEOMETRY = QgsWkbTypes.NoGeometry
+    MULTI_POLYGON = QgsWkbTypes.Type.MultiPolygon
+    MULTI_POINT = QgsWkbTypes.Type.MultiPoint
+    NO_GEOMETRY = QgsWkbTypes.Type.NoGeometry
 
 try:  # QGIS >= 3.36
     ADVANCED = Qgis.ProcessingParameterFlag.Advanced
 except AttributeError:
-    ADVANCED = QgsProcessingParameterDefinition.FlagAdvanced
+    ADVANCED = QgsProcessingParameterDefinition.Flag.FlagAdvanced
+
+FAST_INSERT = QgsFeatureSink.Flag.FastInsert
+
+try:  # QGIS >= 3.30
+    GEOMETRY_NULL = Qgis.GeometryType.Null
+    GEOMETRY_POLYGON = Qgis.GeometryType.Polygon
+    GEOMETRY_UNKNOWN = Qgis.GeometryType.Unknown
+except AttributeError:
+    GEOMETRY_NULL = QgsWkbTypes.GeometryType.NullGeometry
+    GEOMETRY_POLYGON = QgsWkbTypes.GeometryType.PolygonGeometry
+    GEOMETRY_UNKNOWN = QgsWkbTypes.GeometryType.UnknownGeometry
 
 try:  # QGIS >= 3.36
-    FAST_INSERT = QgsFeatureSink.Flag.FastInsert
+    NUMBER_DOUBLE = Qgis.ProcessingNumberParameterType.Double
+    NUMBER_INTEGER = Qgis.ProcessingNumberParameterType.Integer
+    FIELD_PARAMETER_ANY = Qgis.ProcessingFieldParameterDataType.Any
+    FIELD_PARAMETER_NUMERIC = Qgis.ProcessingFieldParameterDataType.Numeric
+    FIELD_PARAMETER_STRING = Qgis.ProcessingFieldParameterDataType.String
+    WKT2_2019 = Qgis.CrsWktVariant.Wkt2_2019
+    REQUEST_NO_GEOMETRY = Qgis.FeatureRequestFlag.NoGeometry
+    STATIC_PROPERTY = Qgis.PropertyType.Static
 except AttributeError:
-    FAST_INSERT = QgsFeatureSink.FastInsert
+    NUMBER_DOUBLE = QgsProcessingParameterNumber.Type.Double
+    NUMBER_INTEGER = QgsProcessingParameterNumber.Type.Integer
+    FIELD_PARAMETER_ANY = QgsProcessingParameterField.DataType.Any
+    FIELD_PARAMETER_NUMERIC = QgsProcessingParameterField.DataType.Numeric
+    FIELD_PARAMETER_STRING = QgsProcessingParameterField.DataType.String
+    WKT2_2019 = QgsCoordinateReferenceSystem.WktVariant.WKT2_2019
+    REQUEST_NO_GEOMETRY = QgsFeatureRequest.Flag.NoGeometry
+    STATIC_PROPERTY = QgsProperty.Type.StaticProperty
+
+try:  # QGIS >= 3.38
+    ORIGIN_PROVIDER = Qgis.FieldOrigin.Provider
+except AttributeError:
+    ORIGIN_PROVIDER = QgsFields.FieldOrigin.OriginProvider
 
 QGIS_VERSION = Qgis.QGIS_VERSION
+
+
+def save_style_to_database(layer, name: str, description: str, use_as_default: bool) -> str:
+    """Store ``layer``'s style in its database (a GeoPackage's layer_styles table); returns
+    the error text, "" when stored. ``saveStyleToDatabaseV2`` where QGIS has it (3.44
+    deprecates ``saveStyleToDatabase`` for it), else ``saveStyleToDatabase``."""
+    if hasattr(layer, "saveStyleToDatabaseV2"):
+        _, error = layer.saveStyleToDatabaseV2(name, description, use_as_default, "")
+        return error
+    return layer.saveStyleToDatabase(name, description, use_as_default, "")
+
+
+def parameter_as_fields(algorithm, parameters, name, context) -> list:
+    """The field names a field parameter holds: ``parameterAsStrings`` where QGIS has it
+    (3.40 deprecates ``parameterAsFields`` for it), else ``parameterAsFields`` (3.22)."""
+    if hasattr(algorithm, "parameterAsStrings"):
+        return algorithm.parameterAsStrings(parameters, name, context)
+    return algorithm.parameterAsFields(parameters, name, context)
 
 
 # Field types. QGIS 3.38 deprecated QgsField(name, QVariant.Type) for QgsField(name,

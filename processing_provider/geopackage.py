@@ -14,13 +14,12 @@ from pathlib import Path
 
 import numpy as np
 from qgis.core import (
-    QgsFields,
     QgsProcessingFeatureSourceDefinition,
     QgsProviderRegistry,
     QgsVectorLayer,
 )
 
-from .compat import field_type_id
+from .compat import ORIGIN_PROVIDER, field_type_id
 from .wkb import geometries_from_wkb
 
 #: Field types read directly, as QMetaType ids (compat.field_type_id): Int, LongLong,
@@ -57,7 +56,7 @@ def direct_location(value, layer) -> tuple[str, str] | None:
     if layer.dataProvider().storageType() != "GPKG":
         return None
     fields = layer.fields()
-    if any(fields.fieldOrigin(i) != QgsFields.OriginProvider for i in range(fields.count())):
+    if any(fields.fieldOrigin(i) != ORIGIN_PROVIDER for i in range(fields.count())):
         return None
     parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
     path, name = parts.get("path"), parts.get("layerName")

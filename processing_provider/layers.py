@@ -20,7 +20,7 @@ from qgis.core import (
     QgsProcessingFeedback,
 )
 
-from .compat import SKIP_GEOMETRY_CHECKS
+from .compat import SKIP_GEOMETRY_CHECKS, WKT2_2019
 from .geopackage import CANCELED, read_geopackage
 from .wkb import geometries_from_wkb
 
@@ -56,7 +56,7 @@ def layer_crs_definition(crs: QgsCoordinateReferenceSystem) -> str | None:
         return None
     if not crs.authid() and (not crs.toProj() or "undefined" in crs.description().lower()):
         return None
-    return crs.toWkt(QgsCoordinateReferenceSystem.WKT2_2019)
+    return crs.toWkt(WKT2_2019)
 
 
 def crs_for_pyproj(crs: QgsCoordinateReferenceSystem) -> str | None:

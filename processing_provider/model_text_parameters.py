@@ -15,7 +15,7 @@ from qgis.core import (
 )
 
 from ..core.text.model_text import COORDINATE_FORMATS
-from .compat import ADVANCED
+from .compat import ADVANCED, FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
@@ -33,7 +33,8 @@ COORDINATE_FORMAT_LABELS = (
     "normalized_100 (percent)",
     "normalized_1024_yxyx (1024 bins, y first, PaliGemma)",
 )
-assert len(COORDINATE_FORMAT_LABELS) == len(COORDINATE_FORMATS)
+if len(COORDINATE_FORMAT_LABELS) != len(COORDINATE_FORMATS):
+    raise RuntimeError("COORDINATE_FORMAT_LABELS needs one label per COORDINATE_FORMATS entry")
 
 HELP_CONVENTIONS = """
 <p><b>Coordinate conventions.</b> Pixel coordinates have (0, 0) at the top-left corner of the
@@ -100,7 +101,7 @@ def image_size_parameters(parent: str):
     return [
         QgsProcessingParameterField(
             name, label, parentLayerParameterName=parent,
-            type=QgsProcessingParameterField.Any, optional=True,
+            type=FIELD_PARAMETER_ANY, optional=True,
         )
         for name, label in (
             (IMAGE_WIDTH_FIELD, "Image width field (pixels)"),
@@ -118,7 +119,7 @@ def field_index(algorithm, source, parameters, name, context, required=False) ->
 
     Raises QgsProcessingException naming the parameter when a required one is missing or the
     field is not in the table."""
-    names = algorithm.parameterAsFields(parameters, name, context)
+    names = parameter_as_fields(algorithm, parameters, name, context)
     if not names:
         if required:
             raise QgsProcessingException(f"{name}: a field is needed")
@@ -139,7 +140,7 @@ def read_columns(source, indices: dict, feedback, progress_range=(0.0, 20.0)):
     Returns:
         ({column name: list (n,)}, feature ids list), or None when the user canceled.
     """
-    request = QgsFeatureRequest().setFlags(QgsFeatureRequest.NoGeometry)
+    request = QgsFeatureRequest().setFlags(REQUEST_NO_GEOMETRY)
     wanted = sorted({i for i in indices.values() if i >= 0})
     request.setSubsetOfAttributes(wanted)
     columns = {name: [] for name in indices}

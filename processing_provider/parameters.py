@@ -20,7 +20,14 @@ from qgis.core import (
 )
 
 from ..core.geometry.crs import DEFAULT_EQUAL_AREA_CRS
-from .compat import ADVANCED, TABLE, VECTOR_POLYGON
+from .compat import (
+    ADVANCED,
+    FIELD_PARAMETER_NUMERIC,
+    NUMBER_DOUBLE,
+    NUMBER_INTEGER,
+    TABLE,
+    VECTOR_POLYGON,
+)
 from .layers import crs_for_pyproj
 from .outputs import FALSE_NEGATIVES, FALSE_POSITIVES, PER_FIELD, TRUE_POSITIVES
 
@@ -95,7 +102,7 @@ def iou_threshold_parameter(tr, name: str = "IOU_THRESHOLD"):
         QgsProcessingParameterNumber(
             name,
             tr("IoU threshold for a match, in (0, 1]"),
-            QgsProcessingParameterNumber.Double,
+            NUMBER_DOUBLE,
             defaultValue=0.5,
             minValue=0.0,
             maxValue=1.0,
@@ -127,7 +134,7 @@ def boundary_parameters(tr, tolerance: str = "BOUNDARY_TOLERANCE",
             QgsProcessingParameterNumber(
                 tolerance,
                 tr("Boundary tolerance in m for boundary precision/recall (0 = off)"),
-                QgsProcessingParameterNumber.Double,
+                NUMBER_DOUBLE,
                 defaultValue=0.0,
                 minValue=0.0,
             ),
@@ -138,7 +145,7 @@ def boundary_parameters(tr, tolerance: str = "BOUNDARY_TOLERANCE",
             QgsProcessingParameterNumber(
                 spacing,
                 tr("Boundary sample spacing Δ in m (0 = automatic: perimeter / 1000, ≥ 1 m)"),
-                QgsProcessingParameterNumber.Double,
+                NUMBER_DOUBLE,
                 defaultValue=1.0,
                 minValue=0.0,
             ),
@@ -156,7 +163,7 @@ def bootstrap_parameters(tr, default_resamples: int = 0, resamples: str = "BOOTS
             QgsProcessingParameterNumber(
                 resamples,
                 tr("Bootstrap resamples for 95 % intervals (0 = off)"),
-                QgsProcessingParameterNumber.Integer,
+                NUMBER_INTEGER,
                 defaultValue=default_resamples,
                 minValue=0,
             ),
@@ -167,7 +174,7 @@ def bootstrap_parameters(tr, default_resamples: int = 0, resamples: str = "BOOTS
             QgsProcessingParameterNumber(
                 seed,
                 tr("Bootstrap seed"),
-                QgsProcessingParameterNumber.Integer,
+                NUMBER_INTEGER,
                 defaultValue=42,
                 minValue=0,
             ),
@@ -248,7 +255,7 @@ def optional_field(name: str, label: str, tr, parent: str, numeric: bool = False
     without ``help_text`` the algorithm gives its help (``add_missing_help``)."""
     parameter = QgsProcessingParameterField(
         name, tr(label), parentLayerParameterName=parent, optional=True,
-        **({"type": QgsProcessingParameterField.Numeric} if numeric else {}),
+        **({"type": FIELD_PARAMETER_NUMERIC} if numeric else {}),
     )
     return with_help(parameter, tr(help_text)) if help_text else parameter
 

@@ -25,6 +25,7 @@ from .compat import (
     ADVANCED,
     FIELD_INT,
     FIELD_LONG,
+    FIELD_PARAMETER_STRING,
     FIELD_STRING,
     MULTI_POINT,
     MULTI_POLYGON,
@@ -113,7 +114,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             self.INPUT, self.tr("Table of model answers"), [TABLE]))
         self.addParameter(QgsProcessingParameterField(
             self.TEXT_FIELD, self.tr("Answer text field"), parentLayerParameterName=self.INPUT,
-            type=QgsProcessingParameterField.String))
+            type=FIELD_PARAMETER_STRING))
         self.addParameter(QgsProcessingParameterField(
             self.ID_FIELD, self.tr("Row id field (default: feature id)"),
             parentLayerParameterName=self.INPUT, optional=True))

@@ -21,7 +21,7 @@ from ..core.geometry.pixels import pixels_per_field
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
 from .parameters import add_missing_help
-from .compat import FAST_INSERT, FIELD_DOUBLE, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
+from .compat import FAST_INSERT, FIELD_DOUBLE, NUMBER_DOUBLE, SKIP_GEOMETRY_CHECKS, VECTOR_POLYGON
 from .validation import polygon_source_error
 from .layers import (
     WRITE_BATCH_ROWS,
@@ -62,7 +62,7 @@ class PixelsPerFieldAlgorithm(IoUEvaluationAlgorithm):
             QgsProcessingParameterNumber(
                 self.GSD,
                 self.tr("Ground sample distance (pixel size) in m"),
-                QgsProcessingParameterNumber.Double,
+                NUMBER_DOUBLE,
                 defaultValue=10.0,
                 minValue=0.0,
             )

@@ -21,7 +21,7 @@ from qgis.core import (
 
 from ..core.reports.data import library_versions, write_atomically
 from ..core.reports.html import utc_now
-from .compat import QGIS_VERSION
+from .compat import QGIS_VERSION, STATIC_PROPERTY
 from .metadata import plugin_version
 from .parameters import requested
 from .qgis_process import in_qgis_process
@@ -215,7 +215,7 @@ def _plain(value):
     if isinstance(value, QgsProcessingOutputLayerDefinition):
         return _plain(value.sink)
     if isinstance(value, QgsProperty):
-        return value.staticValue() if value.propertyType() == QgsProperty.StaticProperty else (
+        return value.staticValue() if value.propertyType() == STATIC_PROPERTY else (
             value.asExpression()
         )
     if isinstance(value, QgsCoordinateReferenceSystem):

@@ -24,7 +24,9 @@ from .compat import (
     FIELD_DOUBLE,
     FIELD_INT,
     FIELD_LONG,
+    FIELD_PARAMETER_STRING,
     FIELD_STRING,
+    NUMBER_DOUBLE,
     TABLE,
 )
 from .layers import qgis_values
@@ -109,7 +111,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
                             (self.EXPECTED_FIELD, "Expected geometry field")):
             self.addParameter(QgsProcessingParameterField(
                 name, self.tr(label), parentLayerParameterName=self.INPUT,
-                type=QgsProcessingParameterField.String))
+                type=FIELD_PARAMETER_STRING))
         self.addParameter(QgsProcessingParameterField(
             self.ID_FIELD, self.tr("Row id field (default: feature id)"),
             parentLayerParameterName=self.INPUT, optional=True))
@@ -120,7 +122,7 @@ class SpatialMatchAlgorithm(IoUEvaluationAlgorithm):
         self.addParameter(padded_square_parameter())
         self.addParameter(QgsProcessingParameterNumber(
             self.IOU_THRESHOLD, self.tr("IoU threshold for a pass"),
-            QgsProcessingParameterNumber.Double, defaultValue=0.5, minValue=0.0, maxValue=1.0))
+            NUMBER_DOUBLE, defaultValue=0.5, minValue=0.0, maxValue=1.0))
         self.addParameter(QgsProcessingParameterField(
             self.GROUP_FIELD, self.tr("Group field (model, prompt, class)"),
             parentLayerParameterName=self.INPUT, optional=True))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from qgis.core import QgsProcessingLayerPostProcessorInterface, QgsVectorLayer
 
+from .compat import save_style_to_database
+
 RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
 STYLE_DIR = RESOURCES_DIR / "styles"
 
@@ -52,7 +54,7 @@ def store_style_in_file(destination: str, qml_path: str, feedback) -> None:
         return
     layer.loadNamedStyle(qml_path)
     if layer.dataProvider().storageType() == "GPKG":
-        error = layer.saveStyleToDatabase(Path(qml_path).stem, "IoU Evaluation style", True, "")
+        error = save_style_to_database(layer, Path(qml_path).stem, "IoU Evaluation style", True)
     else:
         error, ok = layer.saveNamedStyle(str(Path(path).with_suffix(".qml")))
         error = "" if ok else error

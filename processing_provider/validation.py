@@ -8,6 +8,7 @@ from qgis.core import QgsProcessingOutputLayerDefinition, QgsWkbTypes
 
 from ..core.geometry.crs import resolve_equal_area_crs
 from ..plugin.dependencies import DEPENDENCIES, dependency_problems
+from .compat import GEOMETRY_NULL, GEOMETRY_POLYGON, GEOMETRY_UNKNOWN
 from .parameters import equal_area_crs_value
 
 #: Destination values that are not files (memory layers, temporary files QGIS chooses).
@@ -19,9 +20,9 @@ def polygon_source_error(source, name: str) -> str | None:
     without features is accepted (a GeoJSON file without features has no geometry type): it
     is scored as an empty layer, with a warning."""
     geometry_type = QgsWkbTypes.geometryType(source.wkbType())
-    if source.featureCount() == 0 and geometry_type == QgsWkbTypes.NullGeometry:
+    if source.featureCount() == 0 and geometry_type == GEOMETRY_NULL:
         return None
-    if geometry_type in (QgsWkbTypes.PolygonGeometry, QgsWkbTypes.UnknownGeometry):
+    if geometry_type in (GEOMETRY_POLYGON, GEOMETRY_UNKNOWN):
         return None  # an untyped layer ("Geometry") may hold polygons: the core sorts rows
     kind = QgsWkbTypes.geometryDisplayString(geometry_type)
     return f"{name}: a polygon layer is needed, got a {kind.lower()} layer"

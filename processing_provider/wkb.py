@@ -30,7 +30,7 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
         linear types (LineString, Polygon, ...), with or without arcs.
     """
     wkbs = np.asarray(wkbs, dtype=object).reshape(-1)
-    geometries = shapely.from_wkb(wkbs, on_invalid="ignore")
+    geometries = _linear_from_wkb(wkbs)
     n_curved = 0
     for k in np.flatnonzero(shapely.is_missing(geometries)).tolist():
         if not isinstance(wkbs[k], (bytes, bytearray)) or not wkbs[k]:
@@ -45,9 +45,46 @@ def geometries_from_wkb(wkbs) -> tuple[np.ndarray, int]:
         # Curve types hold straight runs too (a MultiSurface of plain rings, say): every such
         # geometry becomes its linear type; only those with arcs are counted.
         has_arcs = geometry.requiresConversionToStraightSegments()
-        linear = QgsGeometry(
-            geometry.constGet().segmentize(CURVE_SEGMENT_ANGLE, QgsAbstractGeometry.MaximumAngle)
-        )
+        linear = QgsGeometry(geometry.constGet().segmentize(
+            CURVE_SEGMENT_ANGLE, QgsAbstractGeometry.SegmentationToleranceType.MaximumAngle
+        ))
         geometries[k] = shapely.from_wkb(linear.asWkb().data(), on_invalid="ignore")
         n_curved += has_arcs and geometries[k] is not None
     return geometries, n_curved
+
+
+def _linear_from_wkb(wkbs: np.ndarray) -> np.ndarray:
+    """shapely.from_wkb of each WKB, None where it holds a curve type or cannot be read.
+
+    GEOS 3.13 and later read curve types (CircularString, CurvePolygon, ...), which shapely
+    does not support (measured on Debian 13: shapely 2.1.0, GEOS 3.13.1): from_wkb raises
+    NotImplementedError for the whole array when one of them is a curve type, and gives a
+    GeometryCollection that holds curves (its area the arcs' exact one) without complaint,
+    where GEOS 3.11 fails to parse either and ``on_invalid="ignore"`` gives None. Here both
+    give None, so that the caller cuts them into straight segments through QGIS.
+    """
+    try:
+        geometries = shapely.from_wkb(wkbs, on_invalid="ignore")
+    except NotImplementedError:
+        geometries = np.empty(len(wkbs), dtype=object)
+        for k, wkb in enumerate(wkbs.tolist()):
+            try:
+                geometries[k] = shapely.from_wkb(wkb, on_invalid="ignore")
+            except NotImplementedError:
+                geometries[k] = None
+    for k in np.flatnonzero(shapely.get_type_id(geometries) == _COLLECTION).tolist():
+        if _holds_curves(geometries[k]):
+            geometries[k] = None
+    return geometries
+
+
+_COLLECTION = 7  # shapely.GeometryType.GEOMETRYCOLLECTION
+
+
+def _holds_curves(collection) -> bool:
+    """Whether a GeometryCollection holds (at any depth) a geometry shapely cannot handle."""
+    try:
+        parts = shapely.get_parts(collection)
+    except NotImplementedError:
+        return True
+    return any(_holds_curves(part) for part in parts[shapely.get_type_id(parts) == _COLLECTION])

@@ -45,6 +45,16 @@ then
   echo "$wanted" > "$stamp"
 fi
 
+# PyQt6 from PyPI in a venv of its own (never on QGIS's path): tests/test_qt6_readiness.py
+# looks every Qt name the plugin uses up in it.
+PYQT6_VENV="$ROOT/.build/pyqt6"
+PYQT6_PIN="PyQt6==6.11.0"
+if ! "$PYQT6_VENV/bin/python" -c "import PyQt6.QtCore, sys; sys.exit(PyQt6.QtCore.PYQT_VERSION_STR != '${PYQT6_PIN#*==}')" 2>/dev/null; then
+  echo "setup: installing $PYQT6_PIN into $PYQT6_VENV"
+  /usr/bin/python3 -m venv "$PYQT6_VENV"
+  "$PYQT6_VENV/bin/python" -m pip install -q --disable-pip-version-check "$PYQT6_PIN"
+fi
+
 # The plugin as QGIS finds it: a folder named iou_evaluation inside QGIS_PLUGINPATH.
 mkdir -p "$ROOT/.build/plugins"
 ln -sfn "$ROOT" "$ROOT/.build/plugins/iou_evaluation"

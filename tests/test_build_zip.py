@@ -4,6 +4,7 @@ profile, and an algorithm run from it under qgis_process."""
 import configparser
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -35,11 +36,57 @@ def test_the_zip_holds_the_plugin_folder_only(plugin_zip):
     assert all(name.startswith("iou_evaluation/") for name in names)
     top = {name.split("/")[1] for name in names}
     assert {"__init__.py", "metadata.txt", "core", "processing_provider", "plugin",
-            "resources", "CHANGELOG.md"} <= top
+            "resources", "CHANGELOG.md", "LICENSE"} <= top
     assert not top & {"tests", "bench", "scripts", ".venv", ".build", "pyproject.toml",
                       ".gitignore"}
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     assert "iou_evaluation/resources/icons/spatialiou.svg" in names
+
+
+def _metadata(text: str) -> configparser.SectionProxy:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    return parser["general"]
+
+
+def test_the_zips_metadata_lists_every_release_of_the_changelog(plugin_zip):
+    archive = zipfile.ZipFile(plugin_zip)
+    changelog = _metadata(archive.read("iou_evaluation/metadata.txt").decode("utf-8"))["changelog"]
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.findall(r"^## \[(\d[^\]]*)\] - (\S+)$", text, re.M)
+    assert released and released[0] == (_metadata(
+        (ROOT / "metadata.txt").read_text(encoding="utf-8"))["version"], released[0][1])
+    headings = [line for line in changelog.splitlines() if line and not line.startswith("-")]
+    assert headings == [f"{version} ({date})" for version, date in released]
+    # every entry of the newest release, by its first words
+    newest = text.split(f"## [{released[0][0]}]", 1)[1].split("\n## ", 1)[0]
+    entries = [line[2:] for line in newest.splitlines() if line.startswith("- ")]
+    listed = changelog.split(f"{released[1][0]} (", 1)[0] if len(released) > 1 else changelog
+    assert all(f"- {entry.split()[0]}" in listed for entry in entries)
+    assert "Unreleased" not in changelog
+    license_text = archive.read("iou_evaluation/LICENSE").decode("utf-8")
+    assert "GNU GENERAL PUBLIC LICENSE" in license_text and "Version 2, June 1991" in license_text
+
+
+def test_metadata_is_complete_and_true():
+    text = (ROOT / "metadata.txt").read_text(encoding="utf-8")
+    general = _metadata(text)
+    for key in ("name", "qgisMinimumVersion", "qgisMaximumVersion", "description", "about",
+                "version", "author", "category", "tags", "icon", "changelog"):
+        assert general.get(key, "").strip(), key
+    assert (ROOT / general["icon"]).is_file()
+    # no made-up addresses: the keys that need the publisher's own (the repository's page,
+    # issue tracker, source repository, contact address) are left out, and the README says so
+    assert not re.search(r"\.example\b|example\.(com|org|net)", text)
+    for key in ("email", "homepage", "tracker", "repository"):
+        assert key not in general
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "email, homepage, tracker and repository" in readme
+    # what the about text says the plugin needs is what plugin/dependencies.py checks
+    from iou_evaluation.plugin.dependencies import DEPENDENCIES
+
+    assert all(d.module in general["about"] for d in DEPENDENCIES)
+    assert "GPL-2.0-or-later" in general["about"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="qgis_process.bin is Debian's layout")

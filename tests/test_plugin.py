@@ -47,7 +47,7 @@ def test_missing_and_old_packages_are_named_with_an_install_command():
             raise ImportError(f"No module named {name!r}")
         return type("Module", (), {"__version__": versions[name]})
 
-    problems = dependency_problems(import_module=fake_import)
+    problems = dependency_problems(import_module=fake_import, platform="linux")
     assert [p.dependency.module for p in problems] == ["shapely", "scipy"]
     shapely_problem, scipy_problem = problems
     assert shapely_problem.dependency.required and not scipy_problem.dependency.required
@@ -62,6 +62,70 @@ def test_missing_and_old_packages_are_named_with_an_install_command():
     assert "needs the Python package shapely >= 2.1 for every algorithm" in shapely_problem.message
 
 
+class _Shapely:
+    """A stand-in for a shapely module: the real functions, a chosen version text, and a
+    make_valid as shapely 2.0 has it (no method argument) when ``old``."""
+
+    def __init__(self, version, old=False):
+        import shapely
+
+        self.__version__, self.Polygon, self.area = version, shapely.Polygon, shapely.area
+        self.geos_version_string = shapely.geos_version_string
+        self.make_valid = (lambda geometry: shapely.make_valid(geometry)) if old else (
+            shapely.make_valid)
+
+
+def test_shapely_is_judged_by_what_it_can_do_not_by_its_version_text():
+    from iou_evaluation.plugin.dependencies import DEPENDENCIES, dependency_problems
+
+    shapely_dependency = [d for d in DEPENDENCIES if d.module == "shapely"]
+    # Debian sid's python3-shapely 2.2.0 reports "0+unknown": usable all the same
+    assert dependency_problems(shapely_dependency,
+                               import_module=lambda name: _Shapely("0+unknown")) == []
+    # shapely 2.0's make_valid has no method argument: refused, whatever its version says
+    for version in ("2.0.7", "0+unknown", "2.1.0"):
+        (problem,) = dependency_problems(shapely_dependency, platform="linux",
+                                         import_module=lambda name: _Shapely(version, old=True))
+        assert f"shapely {version} is installed but its make_valid has no method argument" in (
+            problem.message)
+
+
+def test_unreadable_version_texts_are_not_read_as_too_old():
+    from iou_evaluation.plugin.dependencies import DEPENDENCIES, dependency_problems
+
+    for version in ("0+unknown", "", "unknown"):
+        module = type("Module", (), {"__version__": version})
+        others = [d for d in DEPENDENCIES if d.module != "shapely"]
+        assert dependency_problems(others, import_module=lambda name: module) == []
+
+
+def test_the_install_advice_is_the_platforms():
+    from iou_evaluation.plugin.dependencies import DEPENDENCIES, dependency_problems
+
+    def missing(name):
+        raise ImportError(name)
+
+    messages = {
+        platform: dependency_problems(DEPENDENCIES[:2], import_module=missing,
+                                      platform=platform)[1].message
+        for platform in ("windows", "macos", "linux")
+    }
+    # A wheel on Windows and macOS (its GEOS is its own there), never a build from source
+    assert "OSGeo4W Shell" in messages["windows"]
+    assert 'python -m pip install --upgrade "shapely>=2.1"' in messages["windows"]
+    assert "/Applications/QGIS.app/Contents/MacOS/bin/python3 -m pip install" in (
+        messages["macos"])
+    for platform in ("windows", "macos"):
+        assert "--no-binary" not in messages[platform]
+    # On Linux Debian's package, or shapely built against the system's GEOS
+    assert "sudo apt install python3-shapely" in messages["linux"]
+    assert '--no-binary shapely "shapely>=2.1"' in messages["linux"]
+    # numpy 2 is fine (Debian 13 has 2.2, sid 2.4)
+    numpy_message = dependency_problems(DEPENDENCIES[:1], import_module=missing,
+                                        platform="windows")[0].message
+    assert '"numpy>=1.21"' in numpy_message and "<2" not in numpy_message
+
+
 def test_a_missing_required_package_still_loads_and_says_so(qgis_app, qgis_iface, monkeypatch,
                                                             capsys):
     from qgis.core import Qgis
@@ -71,7 +135,7 @@ def test_a_missing_required_package_still_loads_and_says_so(qgis_app, qgis_iface
                                       "no_such_package_iou")
     monkeypatch.setattr(dependencies, "DEPENDENCIES", dependencies.DEPENDENCIES + (missing,))
     monkeypatch.setattr(dependencies.dependency_problems, "__defaults__",
-                        (dependencies.DEPENDENCIES, dependencies.importlib.import_module))
+                        (dependencies.DEPENDENCIES, dependencies.importlib.import_module, None))
     logged = []
     log = QgsApplication.messageLog()
     log.messageReceived[str, str, Qgis.MessageLevel].connect(
@@ -82,7 +146,7 @@ def test_a_missing_required_package_still_loads_and_says_so(qgis_app, qgis_iface
     plugin.initGui()
     plugin.unload()
     assert plugin.provider is None
-    bar = qgis_iface.messageBar().get_messages(Qgis.Critical)
+    bar = qgis_iface.messageBar().get_messages(Qgis.MessageLevel.Critical)
     assert any("no_such_package_iou is not installed" in m and "pip install" in m for m in bar)
     assert any(tag == "IoU Evaluation" and "no_such_package_iou" in text for tag, text in logged)
     # qgis_process shows neither the message bar nor the log: standard error it does show

@@ -159,7 +159,9 @@ def small_layers():
         xs = np.array([x0, x0 + side, x0 + side, x0, x0], dtype=float)
         ys = np.array([y0, y0, y0 + side, y0 + side, y0], dtype=float)
         lon, lat = to_wgs84.transform(xs, ys)
-        return "POLYGON((" + ",".join(f"{a!r} {b!r}" for a, b in zip(lon, lat)) + "))"
+        # float(): under numpy 2 a numpy scalar's repr is "np.float64(...)", not a number
+        points = ",".join(f"{float(a)!r} {float(b)!r}" for a, b in zip(lon, lat))
+        return f"POLYGON(({points}))"
 
     predicted = polygon_layer(
         "EPSG:4326",

@@ -212,7 +212,7 @@ def test_class_tables_written_by_qgis_are_read_as_qgis_writes_them(ioueval_provi
         QgsColorRampShader.ColorRampItem(1, QColor(255, 0, 0), "Forêt, dense"),
         QgsColorRampShader.ColorRampItem(2, QColor(0, 255, 0, 128), "crop land"),
         QgsColorRampShader.ColorRampItem(3, QColor(0, 0, 255), "water"),
-    ], QgsColorRampShader.Exact)
+    ], QgsColorRampShader.Type.Exact)
     # The paletted renderer's export (value red green blue alpha label, spaces).
     palette = tmp_path / "palette.txt"
     palette.write_text(QgsPalettedRasterRenderer.classDataToString([
