@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import shapely
@@ -160,6 +160,15 @@ def footprint_iou(
         return result
 
     progress.checkpoint(90, "Footprints per id")
+    result = _per_id(result, predicted_ids, reference_ids, zero_division, x_period, space)
+    progress.checkpoint(100, "Done")
+    return result
+
+
+def _per_id(result: FootprintIoU, predicted_ids, reference_ids, zero_division, x_period,
+            space) -> FootprintIoU:
+    """``result`` with the per-id footprints: ids matched by ``id_key`` (first spelling kept),
+    each id's status, row counts and metrics (``space``: the layers' area and map functions)."""
     pred_keys = np.array([id_key(v) for v in predicted_ids], dtype=object)
     ref_keys = np.array([id_key(v) for v in reference_ids], dtype=object)
     first_value = {}
@@ -179,16 +188,13 @@ def footprint_iou(
         "both",
         np.where(n_pred_rows > 0, "predicted_only", "reference_only"),
     ).astype(object)
+    pred, ref = result.predicted, result.reference
     by_id = _metrics_by_code(
         pred.overlay, pred_codes[pred.keep], ref.overlay, ref_codes[ref.keep], n_ids,
         zero_division, x_period, *space,
     )
-    progress.checkpoint(100, "Done")
-    return FootprintIoU(
-        overall,
-        pred,
-        ref,
-        crs_label(ea_crs),
+    return replace(
+        result,
         ids=[first_value[key] for key in order],
         status=status,
         by_id=by_id,
