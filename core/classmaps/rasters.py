@@ -460,14 +460,8 @@ class _Tally:
             pred_ok &= (pred_mask.reshape(-1) if everything else pred_mask[scored]) != 0
         all_ok = bool(pred_ok.all())
         pred_codes_ok = pred_codes if all_ok else pred_codes[pred_ok]
-        is_void = _among(pred_codes_ok, self.ignore) if self.ignore else None
-        looked_up = self._positions(pred_codes_ok, from_reference=False, void=is_void)
+        looked_up, unknown = self._predicted_rows(pred_codes_ok)
         k = self.classes.k
-        unknown = looked_up < 0
-        looked_up[unknown] = k  # OTHER: not a class
-        if is_void is not None:
-            looked_up[is_void] = k
-            unknown &= ~is_void
         if all_ok:
             pred_index = looked_up
         else:
@@ -512,14 +506,8 @@ class _Tally:
         pred_codes = codes[sub.sum(axis=1) > 0]
         pred_ok = _valid(pred_codes, self.predicted.nodata, ())
         ok_codes = pred_codes[pred_ok]
-        is_void = _among(ok_codes, self.ignore) if self.ignore else None
-        looked_up = self._positions(ok_codes, from_reference=False, void=is_void)
+        looked_up, unknown = self._predicted_rows(ok_codes)
         k = self.classes.k
-        unknown = looked_up < 0
-        looked_up[unknown] = k  # OTHER: not a class
-        if is_void is not None:
-            looked_up[is_void] = k
-            unknown &= ~is_void
         rows = np.full(len(pred_codes), k + 1, dtype=np.int64)  # NO_PREDICTION
         rows[pred_ok] = looked_up
         self.counts = confusion.grow(self.counts, k)
@@ -534,6 +522,21 @@ class _Tally:
             self.other_by_code[code] = (per_column, None)
         self.pixels["no_prediction"] += int(block[~pred_ok].sum())
         self.pixels["other"] += int(block[rows == k].sum())
+
+    def _predicted_rows(self, codes: np.ndarray):
+        """(rows, unknown) of valid predicted ``codes`` (shape (n,)): each code's matrix row,
+        its class's position, or OTHER (``classes.k`` after the look-up, which may add
+        classes) for a code that is not a class or is an ignore value; ``unknown``: bool (n,),
+        the codes counted as OTHER that are not ignore values (remembered per code)."""
+        is_void = _among(codes, self.ignore) if self.ignore else None
+        rows = self._positions(codes, from_reference=False, void=is_void)
+        k = self.classes.k
+        unknown = rows < 0
+        rows[unknown] = k  # OTHER: not a class
+        if is_void is not None:
+            rows[is_void] = k
+            unknown &= ~is_void
+        return rows, unknown
 
     def _remember_other(self, codes, ref_index, weights) -> None:
         """Keep, per predicted code counted as OTHER, its pixels (and m²) per reference
