@@ -334,15 +334,15 @@ def _dissolve_by_class(geoms: np.ndarray, labels: np.ndarray, extent,
         geoms = shapely.intersection(geoms[has_class], extent)
         labels = labels[has_class]
     rows_area = area(geoms) if len(geoms) else np.zeros(0)
-    out_labels, out_geoms = [], []
-    for label in _natural_order(set(labels.tolist())):
-        merged = shapely.union_all(geoms[labels == label])
-        merged = _polygonal(merged)
-        if merged is not None and area(np.array([merged], dtype=object))[0] > 0:
-            out_labels.append(label)
-            out_geoms.append(merged)
-    dissolved = np.array(out_geoms, dtype=object)
-    areas = area(dissolved) if len(dissolved) else np.zeros(0)
+    out_labels = _natural_order(set(labels.tolist()))
+    merged = np.array([_polygonal(shapely.union_all(geoms[labels == label]))
+                       for label in out_labels], dtype=object)
+    with_geometry = np.flatnonzero([g is not None for g in merged])
+    merged_area = np.zeros(len(merged))
+    merged_area[with_geometry] = area(merged[with_geometry]) if len(with_geometry) else []
+    kept = merged_area > 0  # each class's area measured once, then kept as its area
+    out_labels = [label for label, keep in zip(out_labels, kept) if keep]
+    dissolved, areas = merged[kept], merged_area[kept]
     union = float(area(np.array([shapely.union_all(dissolved)], dtype=object))[0]) \
         if len(dissolved) else 0.0
     pair_overlaps = []
