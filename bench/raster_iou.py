@@ -44,13 +44,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-WORKER = """
+#: The start of every worker: the plugin imported as ``iou_evaluation`` (as tests/conftest.py).
+IMPORT_PLUGIN = """
 import importlib.util, json, sys, time
 spec = importlib.util.spec_from_file_location(
     "iou_evaluation", {init!r}, submodule_search_locations=[{root!r}])
 module = importlib.util.module_from_spec(spec)
 sys.modules["iou_evaluation"] = module
 spec.loader.exec_module(module)
+"""
+
+WORKER = IMPORT_PLUGIN + """
 from iou_evaluation.core.classmaps.rasters import open_band, raster_confusion
 from iou_evaluation.core.classmaps.confusion import class_metrics
 p = open_band({predicted!r}, 1, "PREDICTED")
@@ -108,13 +112,7 @@ print(json.dumps({{"seconds": seconds, "peak_kib": status("VmHWM"), "before_kib"
 
 #: Reference pixels whose predicted pixel moves between the approximate transform and PROJ
 #: for every centre.
-MOVED = """
-import importlib.util, json, sys, time
-spec = importlib.util.spec_from_file_location(
-    "iou_evaluation", {init!r}, submodule_search_locations=[{root!r}])
-module = importlib.util.module_from_spec(spec)
-sys.modules["iou_evaluation"] = module
-spec.loader.exec_module(module)
+MOVED = IMPORT_PLUGIN + """
 import numpy as np
 from iou_evaluation.core.classmaps.grid_transform import GridTransform
 from iou_evaluation.core.classmaps.rasters import open_band
