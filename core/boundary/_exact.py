@@ -365,23 +365,54 @@ def _sorted_pieces(split, owner, side, n: int):
 
 def _integrate(solver: _Solver, delta: np.ndarray, n: int, large_pair: int):
     """The integral and Hausdorff lower bound of each of the n pairs, block by block of
-    pieces. With a large pair (more than ``large_pair`` target segments) the rows per piece
-    are not known: a first block of a few pieces measures them, and each next block holds
-    about ``_REFINE_ROWS`` rows at the last block's rows per piece (many where the other
-    boundary is far and finely cut: many segments nearly as near). Small pairs: one block."""
+    pieces.
+
+    A block holds whole pairs, so what a pair gets does not depend on the other pairs of the
+    chunk (the same bits alone or in any batch): small pairs are packed into blocks of about
+    ``_PIECE_BLOCK`` pieces. A pair with more than ``large_pair`` target segments, or more
+    pieces than a block, is measured alone, in blocks of its own pieces: a first one of
+    ``_FIRST_PIECE_BLOCK`` (large pairs; the rows per piece are not known: many where the
+    other boundary is far and finely cut), each next one holding about ``_REFINE_ROWS`` rows
+    at the rows per piece of its last block."""
     integral, h_low = np.zeros(n), np.zeros(n)
-    n_pieces, start = len(solver.pieces.pair), 0
-    block_size = _FIRST_PIECE_BLOCK if solver.n_segs.max() > large_pair else _PIECE_BLOCK
-    while start < n_pieces:
-        end = min(start + block_size, n_pieces)
-        if solver.spans is not None and end < n_pieces:  # whole spans
-            edges = np.append(solver.spans, n_pieces)
-            end = int(max(edges[np.searchsorted(edges, end)],
-                          edges[np.searchsorted(edges, start, "right")]))
-        per_piece = _integrate_block(solver, start, end, delta, n, integral, h_low)
-        block_size = int(min(max(_REFINE_ROWS / per_piece, _MIN_PIECE_BLOCK), _PIECE_BLOCK))
-        start = end
+    n_pieces = len(solver.pieces.pair)
+    pair_start = np.searchsorted(solver.pieces.pair, np.arange(n + 1))
+    pieces_of = np.diff(pair_start)
+    alone = (solver.n_segs > large_pair) | (pieces_of > _PIECE_BLOCK)
+    edges = None if solver.spans is None else np.append(solver.spans, n_pieces)
+    block_size, k = _PIECE_BLOCK, 0
+    while k < n:
+        if pieces_of[k] == 0:
+            k += 1
+            continue
+        if alone[k]:
+            start, stop = int(pair_start[k]), int(pair_start[k + 1])
+            size = _FIRST_PIECE_BLOCK if solver.n_segs[k] > large_pair else _PIECE_BLOCK
+            while start < stop:
+                end = min(start + size, stop)
+                if edges is not None and end < stop:  # whole spans
+                    end = int(max(edges[np.searchsorted(edges, end)],
+                                  edges[np.searchsorted(edges, start, "right")]))
+                per_piece = _integrate_block(solver, start, end, delta, n, integral, h_low)
+                size = _next_block(per_piece)
+                start = end
+            k += 1
+            continue
+        # Whole small pairs up to the block size (one at least).
+        last = k + 1
+        limit = pair_start[k] + block_size
+        while last < n and not alone[last] and pair_start[last + 1] <= limit:
+            last += 1
+        per_piece = _integrate_block(solver, int(pair_start[k]), int(pair_start[last]), delta,
+                                     n, integral, h_low)
+        block_size = _next_block(per_piece)
+        k = last
     return integral, h_low
+
+
+def _next_block(per_piece: float) -> int:
+    """Pieces of the next block, from the candidate rows per piece of the last one."""
+    return int(min(max(_REFINE_ROWS / per_piece, _MIN_PIECE_BLOCK), _PIECE_BLOCK))
 
 
 def _integrate_block(solver: _Solver, start: int, end: int, delta, n: int, integral, h_low):
@@ -391,7 +422,7 @@ def _integrate_block(solver: _Solver, start: int, end: int, delta, n: int, integ
     block = np.arange(start, end)
     part = solver.pieces[block]
     rows, kept = _block_candidates(solver, part, block)
-    for piece_range, row_range in _row_blocks(rows.piece, _REFINE_ROWS):
+    for piece_range, row_range in _row_blocks(rows.piece, part.pair[kept], _REFINE_ROWS):
         integral += _refine_rows(solver.bounds, part[kept[piece_range]], rows, piece_range,
                                  row_range, delta, n, h_low)
     return max(len(rows.seg) / (end - start), 1.0)
@@ -604,15 +635,29 @@ def _renumbered(rows, m):
     return rows, kept
 
 
-def _row_blocks(row_piece: np.ndarray, budget: int):
+def _row_blocks(row_piece: np.ndarray, piece_pair: np.ndarray, budget: int):
     """(piece range, row range) slices cutting rows grouped by piece (``row_piece``: piece of
-    each row, 0..m-1, sorted) into blocks of at most ``budget`` rows (or one piece)."""
+    each row, 0..m-1, sorted; ``piece_pair``: pair of each piece, sorted) into blocks of at
+    most ``budget`` rows, made of whole pairs; a pair with more rows is cut into blocks of
+    its own pieces, from its first piece (one piece at least), so that its blocks, and its
+    numbers, do not depend on the other pairs."""
     if len(row_piece) <= budget:
         m = int(row_piece[-1]) + 1 if len(row_piece) else 0
         return [(slice(0, m), np.arange(len(row_piece)))]
     first_row = np.flatnonzero(run_starts(row_piece))  # first row of each piece
+    per_piece = np.diff(np.append(first_row, len(row_piece)))
+    pair_first = np.flatnonzero(run_starts(piece_pair))  # first piece of each pair
+    pair_rows = np.add.reduceat(per_piece, pair_first)
+    cuts = []
+    for a, b in budget_splits(pair_rows, budget):
+        p0 = int(pair_first[a])
+        p1 = int(pair_first[b]) if b < len(pair_first) else len(per_piece)
+        if b - a == 1 and pair_rows[a] > budget:
+            cuts += [(p0 + c, p0 + d) for c, d in budget_splits(per_piece[p0:p1], budget)]
+        else:
+            cuts.append((p0, p1))
     out = []
-    for a, b in budget_splits(np.diff(np.append(first_row, len(row_piece))), budget):
+    for a, b in cuts:
         r0 = first_row[a]
         r1 = first_row[b] if b < len(first_row) else len(row_piece)
         out.append((slice(a, b), np.arange(r0, r1)))
@@ -825,6 +870,10 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
     integral = np.zeros(n)
     while len(pieces.pair):
         length = hypot(pieces.x1 - pieces.x0, pieces.y1 - pieces.y0)
+        # The integral of each piece finished in this round (0 for those halved), summed per
+        # pair in the order of the pieces once the round is done: each pair's sum then does
+        # not depend on how the pieces were grouped (by kind, by width, in batches).
+        value = np.zeros(len(length))
         # The rows' frames, in blocks of pieces (their temporaries then stay in the cache):
         # the pieces with one function are integrated there, the others gathered by kind.
         blocks = []
@@ -840,7 +889,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
 
         # One function: exact integral; the maximum is at an end (convexity).
         sp, piece_integral, piece_max = _joined([b[0] for b in blocks])
-        _add(integral, h_low, pieces.pair[sp], piece_integral, piece_max, n,
+        _add(value, h_low, sp, pieces.pair[sp], piece_integral, piece_max,
              None if pieces.weight is None else pieces.weight[sp])
         del sp, piece_integral, piece_max
 
@@ -860,7 +909,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
                 end = start + len(few)
                 few_integral, few_max = _envelope(length[few], multi_frame[:, :, start:end],
                                                   multi_fid[:, start:end])
-                _add(integral, h_low, pieces.pair[few], few_integral, few_max, n,
+                _add(value, h_low, few, pieces.pair[few], few_integral, few_max,
                      None if pieces.weight is None else pieces.weight[few])
         del by_width
 
@@ -868,6 +917,7 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
         many = [b[2] for b in blocks if b[2] is not None]
         del blocks
         if not many:
+            integral += np.bincount(pieces.pair, weights=value, minlength=n)
             break
         many, many_rows, many_frame = _joined_rows(many)
         pair = pieces.pair[many]
@@ -883,7 +933,8 @@ def _refine(bounds: _Boundaries, pieces: _Pieces, rows: _Rows, delta, n, h_low):
             (hi - lo <= 0.5 * many_length * dl)
             & (max_hi <= np.maximum(max_lo, h_low[pair]) + 0.5 * dl)
         )
-        integral += np.bincount(pair[done], weights=0.5 * (lo + hi)[done], minlength=n)
+        value[many[done]] = 0.5 * (lo + hi)[done]
+        integral += np.bincount(pieces.pair, weights=value, minlength=n)
         if done.all():
             break
         row_split = np.flatnonzero(~done[many_rows.piece])
@@ -1027,11 +1078,13 @@ def _distance_to_piece(px0, py0, px1, py1, ax, ay, bx, by, d0, d1, limit):
     return out
 
 
-def _add(integral, h_low, pair, piece_integral, piece_max, n, weight=None):
+def _add(value, h_low, at, pair, piece_integral, piece_max, weight=None):
+    """The integrals of the pieces ``at`` into ``value`` (per piece), their maxima into
+    ``h_low`` (per pair; ``pair`` of each piece, sorted)."""
     if weight is not None:  # CRS units to metres: distance times length, distance
         piece_integral = piece_integral * (weight * weight)
         piece_max = piece_max * weight
-    integral += np.bincount(pair, weights=piece_integral, minlength=n)
+    value[at] = piece_integral
     _raise_max(h_low, pair, piece_max)
 
 
@@ -1110,12 +1163,13 @@ def _envelope(length, frame, fid):
     inner_piece, inner_s = _crossings(length, frame, fid)
     inner_len = length[inner_piece]
     inner_s = np.minimum(np.maximum(inner_s, 0.0), inner_len)
-    # Sort by piece, then position: the key keeps pieces apart (fractions below 1/2); points
-    # closer than its resolution may swap, which the merging below absorbs. The key is >= +0,
-    # so its bits as int64 sort the same way (and ties alike), and faster.
-    order = np.argsort((inner_piece + 0.5 * (inner_s / inner_len)).view(np.int64))
+    del inner_len
+    # Sort by piece, then exactly by position (a key mixing both would round positions more
+    # coarsely in pieces further down the batch, and the merging below would then keep other
+    # points: a piece's numbers would depend on its batch). Equal positions are equal points.
+    order = np.lexsort((inner_s, inner_piece))
     inner_piece, inner_s = inner_piece[order], inner_s[order]
-    del order, inner_len
+    del order
     integral = np.empty(m)
     maximum = np.zeros(m)
     # Blocks of pieces with about _ENVELOPE_BLOCK cut points: each piece's points are a run of

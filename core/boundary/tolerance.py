@@ -80,6 +80,20 @@ _SLACK = 1e-9
 #: Slopes (sine or cosine of the angle between two pieces) below this count as 0.
 _FLAT = 1e-300
 
+#: Pieces are placed in frames of a fixed lattice of this spacing (CRS units): each segment's
+#: coordinates are taken from the lattice point next to its start on the side of 0 (0 within
+#: one spacing of it), so a piece's numbers do not depend on which other polygons share its
+#: tile (a tile-wide origin would round them differently in every batch). Pairs of pieces
+#: in different frames add the frames' exact offset.
+_FRAME = 2.0**16
+
+#: Lengths are summed per polygon exactly (independent of the order of the pieces and of the
+#: tiles they fall in): each length is cut into integer words of these weights (2^-12, 2^-38
+#: and 2^-64 units; below that a length is truncated), the words are summed as float64
+#: integers (exact below 2^53) and carried, and the words' sum is rounded once at the end.
+_WORD_BITS = 26
+_WORD_FIRST = 2.0**12
+
 
 def tolerance_lengths_in_utm(
     reference: ZonedLayer,
@@ -450,69 +464,121 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
     is within ρ of c). Such points are looked up in a k-d tree of the other boundary's
     vertices and of points along its segments (at most a run length apart), and the run
     counts whole. Only the rest is measured exactly: the same result up to rounding, and
-    work linear in the vertices where the boundaries are near each other. Layers whose
+    work linear in the vertices where the boundaries are near each other. Polygons whose
     segments are long against t (fields drawn by hand) are measured exactly as they are.
+
+    Every choice is made polygon by polygon from the polygon and the other layer's
+    boundaries near it (``_certifiable``, ``_certified_runs``), and lengths are summed
+    exactly (``_word_sums``), so each polygon's lengths do not depend on the other polygons
+    of its layer in the call. Measuring one side against the other, or both in one pass,
+    gives the same numbers (``_pair_block`` solves a pair the same way in either role).
     """
     t = float(np.min(tols))
-    if not (_worth_certifying(a, b, t) and (not both or _worth_certifying(b, a, t))):
+    n_b = len(b)
+    cert_a = _certifiable(a, t)
+    cert_b = _certifiable(b, t) if both else np.zeros(n_b, dtype=bool)
+    if not (cert_a.any() or cert_b.any()):
         return _lengths_within_exact(a, b, tols, both, progress)
-    seg_a, seg_b = _segments(a), _segments(b)
-    rest_a, whole_a, perimeter_a = _certified_runs(seg_a, seg_b, len(a), t)
-    rest_b, whole_b, perimeter_b = (_certified_runs(seg_b, seg_a, len(b), t) if both
-                                    else (None, None, np.zeros(len(b))))
-    del seg_a, seg_b
-    if rest_a is None or (both and rest_b is None):
-        return _lengths_within_exact(a, b, tols, both, progress)
-    within_a = _lengths_within_exact(rest_a, b, tols, False, progress)[0] + whole_a
-    if both:
-        within_b = _lengths_within_exact(rest_b, a, tols, False)[0] + whole_b
-    else:
-        within_b = np.zeros((len(tols), len(b)))
-    return (np.minimum(within_a, perimeter_a), perimeter_a,
-            np.minimum(within_b, perimeter_b), perimeter_b)
+    rest_a, whole_a = _set_aside(a, b, cert_a, t)
+    within_a = _lengths_within_words(rest_a, b, tols, False, progress)[0]
+    within_a += whole_a[:, None, :]
+    perimeter_a = _from_words(_perimeter_words(a))
+    within_a = np.minimum(_from_words(within_a), perimeter_a)
+    if not both:
+        return within_a, perimeter_a, np.zeros((len(tols), n_b)), np.zeros(n_b)
+    rest_b, whole_b = _set_aside(b, a, cert_b, t)
+    within_b = _lengths_within_words(rest_b, a, tols, False)[0]
+    within_b += whole_b[:, None, :]
+    perimeter_b = _from_words(_perimeter_words(b))
+    return within_a, perimeter_a, np.minimum(_from_words(within_b), perimeter_b), perimeter_b
 
 
-def _worth_certifying(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
-    """Whether ``_certified_runs`` may set much of ``a`` aside, told from the geometries'
-    mean segment lengths without building segments (layers of long segments, fields drawn
-    by hand, are let through at no cost), and whether both layers' pieces and points stay
-    within ``_CERTIFY_MAX_ITEMS``."""
+def _certifiable(a: np.ndarray, tol: float) -> np.ndarray:
+    """Which polygons of ``a`` may have runs set aside (bool, shape (len(a),)): those whose
+    mean segment is at most two run lengths (boundaries cut finely), told from the geometry
+    alone, and whose pieces and points stay within ``_CERTIFY_MAX_ITEMS``."""
     run_length = _RUN_TOLERANCES * tol
     with np.errstate(invalid="ignore", divide="ignore"):
         vertices = shapely.get_num_coordinates(a)
-        length_a = shapely.length(a)
-        fine = length_a <= 2.0 * run_length * vertices
-        items = (np.nansum(length_a) + np.nansum(shapely.length(b))) / run_length + (
-            vertices.sum() + shapely.get_num_coordinates(b).sum())
-    return bool(vertices[fine].sum() >= _CERTIFIED_SHARE * vertices.sum()
-                and items <= _CERTIFY_MAX_ITEMS)
+        length = shapely.length(a)
+        return ((vertices > 0) & (length <= 2.0 * run_length * vertices)
+                & (length / run_length + vertices <= _CERTIFY_MAX_ITEMS))
+
+
+def _set_aside(a: np.ndarray, b: np.ndarray, candidates: np.ndarray, tol: float):
+    """The polygons ``candidates`` of ``a`` (bool, shape (len(a),)) without their runs
+    certainly within ``tol`` of ``b``'s boundaries (``_certified_runs``), in chunks of about
+    ``_CERTIFY_MAX_ITEMS`` pieces and points, each against the polygons of ``b`` near it.
+
+    Returns ``(rest, whole)``: ``a`` with those polygons replaced by MultiLineStrings of their
+    remaining pieces (None for none) where that sets at least ``_CERTIFIED_SHARE`` of their
+    pieces aside, and the words (``_word_sums``, shape (3, len(a))) of the lengths set aside.
+    """
+    rest = a.copy()
+    whole = np.zeros((3, len(a)))
+    rows = np.flatnonzero(candidates)
+    with np.errstate(invalid="ignore"):
+        box_b = shapely.bounds(b)
+    ok_b = np.flatnonzero(np.isfinite(box_b).all(axis=1))
+    if len(rows) == 0 or len(ok_b) == 0:
+        return rest, whole
+    tree = shapely.STRtree(shapely.box(*box_b[ok_b].T))
+    run_length = _RUN_TOLERANCES * tol
+    items = shapely.length(a[rows]) / run_length + shapely.get_num_coordinates(a[rows])
+    for lo, hi in budget_splits(items, _CERTIFY_MAX_ITEMS):
+        chunk = rows[lo:hi]
+        box = shapely.bounds(a[chunk])
+        grown = shapely.box(box[:, 0] - tol, box[:, 1] - tol, box[:, 2] + tol, box[:, 3] + tol)
+        near = ok_b[np.unique(tree.query(grown, predicate="intersects")[1])]
+        if len(near) == 0:
+            continue
+        kept, set_aside, certified = _certified_runs(_segments(a[chunk]), _segments(b[near]),
+                                                     len(chunk), tol)
+        rest[chunk[certified]] = kept[certified]
+        whole[:, chunk] = set_aside
+    return rest, whole
+
+
+def _perimeter_words(a: np.ndarray) -> np.ndarray:
+    """The perimeter of each geometry (its ``_segments``) as words, shape (3, len(a)):
+    the same as the tiles' perimeters (``_own_lengths``) added up."""
+    x0, y0, x1, y1, owner = _segments(a)
+    return _word_sums(owner, hypot(x1 - x0, y1 - y0), len(a))
 
 
 def _certified_runs(seg_a, seg_b, n: int, tol: float):
-    """The boundaries of the n geometries of a layer (``seg_a``: their ``_segments``)
-    without the runs certainly within ``tol`` of the other layer's boundaries (``seg_b``),
-    as MultiLineStrings of their remaining segments (None for none); the length set aside
-    and the perimeter of each geometry, float arrays of shape (n,). ``(None, None,
-    perimeter)`` when fewer than ``_CERTIFIED_SHARE`` of the segments would be set aside
-    (nothing gained)."""
+    """The runs of the boundaries of n geometries (``seg_a``: their ``_segments``) certainly
+    within ``tol`` of the other layer's boundaries (``seg_b``), polygon by polygon.
+
+    Returns ``(rest, whole, certified)``: object array (n,) of MultiLineStrings of each
+    certified geometry's remaining pieces (None for none); the words (``_word_sums``, (3, n))
+    of the lengths set aside; bool (n,), the geometries with at least ``_CERTIFIED_SHARE`` of
+    their pieces set aside (the others are left whole: nothing gained, and nothing set aside
+    for them)."""
     from scipy.spatial import cKDTree
 
     run_length = _RUN_TOLERANCES * tol
     x0, y0, x1, y1, owner = seg_a
     bx0, by0, bx1, by1, _ = seg_b
-    perimeter = np.bincount(owner, weights=hypot(x1 - x0, y1 - y0), minlength=n)
+    rest = np.full(n, None, dtype=object)
     if len(x0) == 0 or len(bx0) == 0:
-        return None, None, perimeter
+        return rest, np.zeros((3, n)), np.zeros(n, dtype=bool)
     # Longer segments cut into pieces of at most the run length, so that they are certified
     # in parts too.
     x0, y0, x1, y1, parent, _ = split_segments(x0, y0, x1, y1, np.full(len(x0), run_length))
     owner = owner[parent]
     length = hypot(x1 - x0, y1 - y0)
-    # Runs: consecutive pieces, each starting where the one before ends, cut where their
-    # length along the boundary passes a multiple of the run length.
+    # Runs: consecutive pieces of one geometry, each starting where the one before ends, cut
+    # where their length along the geometry's boundary passes a multiple of the run length.
+    # The position along the boundary is summed in exact integer steps (of 2^-24 run
+    # lengths) from the geometry's first piece: the same whatever comes before it.
     joined = np.zeros(len(x0), dtype=bool)
-    joined[1:] = (x0[1:] == x1[:-1]) & (y0[1:] == y1[:-1])
-    band = np.floor((np.cumsum(length) - length) / run_length)
+    joined[1:] = (x0[1:] == x1[:-1]) & (y0[1:] == y1[:-1]) & (owner[1:] == owner[:-1])
+    steps = np.floor(length * (2.0**24 / run_length)).astype(np.int64)
+    position = np.cumsum(steps) - steps
+    first_of = np.flatnonzero(run_starts(owner))
+    position -= np.repeat(position[first_of], np.diff(np.append(first_of, len(owner))))
+    band = position >> 24
     joined[1:] &= band[1:] == band[:-1]
     run = np.cumsum(~joined) - 1
     first = np.flatnonzero(~joined)
@@ -524,17 +590,27 @@ def _certified_runs(seg_a, seg_b, n: int, tol: float):
     near, _ = tree.query(np.column_stack([x0[first], y0[first]]), k=1,
                          distance_upper_bound=tol)
     set_aside = (near + rho <= tol * (1 - 1e-12))[run]
-    if set_aside.sum() < _CERTIFIED_SHARE * len(set_aside):
-        return None, None, perimeter
-    kept = np.flatnonzero(~set_aside)
-    rest = np.full(n, None, dtype=object)
+    pieces = np.bincount(owner, minlength=n)
+    certified = (np.bincount(owner, weights=set_aside, minlength=n)
+                 >= _CERTIFIED_SHARE * pieces) & (pieces > 0)
+    set_aside &= certified[owner]
+    kept = np.flatnonzero(~set_aside & certified[owner])
     if len(kept):
         lines = shapely.linestrings(np.stack([np.column_stack([x0[kept], y0[kept]]),
                                               np.column_stack([x1[kept], y1[kept]])], axis=1))
         present, at = np.unique(owner[kept], return_inverse=True)
         rest[present] = shapely.multilinestrings(lines, indices=at)
-    whole = np.bincount(owner[set_aside], weights=length[set_aside], minlength=n)
-    return rest, whole, perimeter
+    whole = _word_sums(owner[set_aside], length[set_aside], n)
+    return rest, whole, certified
+
+
+def _piece_lengths(geometries: np.ndarray, tol: float) -> np.ndarray:
+    """The longest piece of each geometry's boundary (float, shape (n,)): ``_PIECE_TOLERANCES``
+    tolerances, or its mean segment length (length / vertices) when that is longer; from the
+    geometry alone, so that its pieces are the same in every batch."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = shapely.length(geometries) / shapely.get_num_coordinates(geometries)
+    return np.fmax(np.where(np.isfinite(mean), mean, 0.0), _PIECE_TOLERANCES * tol)
 
 
 def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool,
@@ -545,16 +621,29 @@ def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: 
 
     The plane is cut into tiles of about ``_TILE_VERTICES`` vertices (``_tiles``). A piece of
     boundary (``_Pieces``) belongs to the tile holding its start point and is measured there
-    against the pieces of the other layer near the tile.
+    against the pieces of the other layer near the tile. The lengths of a polygon's pieces
+    are summed exactly (``_word_sums``): its numbers do not depend on the tiles.
 
     Returns:
         ``(within_a, perimeter_a, within_b, perimeter_b)``: float arrays, shapes (K, len(a)),
         (len(a),), (K, len(b)) and (len(b),); the ``b`` ones are zeros unless ``both``.
     """
+    within_a, perimeter_a, within_b, perimeter_b = _lengths_within_words(a, b, tols, both,
+                                                                         progress)
+    perimeter_a, perimeter_b = _from_words(perimeter_a), _from_words(perimeter_b)
+    return (np.minimum(_from_words(within_a), perimeter_a), perimeter_a,
+            np.minimum(_from_words(within_b), perimeter_b), perimeter_b)
+
+
+def _lengths_within_words(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool,
+                          progress=None):
+    """``_lengths_within_exact`` as words (``_word_sums``): shapes (3, K, len(a)),
+    (3, len(a)), (3, K, len(b)), (3, len(b)); the lengths within are not yet clipped to the
+    perimeters."""
     na, nb, k_tols = len(a), len(b), len(tols)
     tol = float(np.max(tols))  # pieces, margins and searches reach the largest tolerance
-    within_a, perimeter_a = np.zeros((k_tols, na)), np.zeros(na)
-    within_b, perimeter_b = np.zeros((k_tols, nb)), np.zeros(nb)
+    within_a, perimeter_a = np.zeros((3, k_tols, na)), np.zeros((3, na))
+    within_b, perimeter_b = np.zeros((3, k_tols, nb)), np.zeros((3, nb))
     with np.errstate(invalid="ignore"):
         box_a, box_b = shapely.bounds(a), shapely.bounds(b)  # NaN for missing or empty
         ok_a, ok_b = np.isfinite(box_a).all(axis=1), np.isfinite(box_b).all(axis=1)
@@ -563,10 +652,8 @@ def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: 
     boxes = np.concatenate([box_a[ok_a], box_b[ok_b]])
     vertices = np.concatenate([shapely.get_num_coordinates(a[ok_a]),
                                shapely.get_num_coordinates(b[ok_b])]).astype(float)
-    lengths = np.concatenate([shapely.length(a[ok_a]), shapely.length(b[ok_b])])
-    finite = np.isfinite(lengths)
-    mean_length = float(lengths[finite].sum()) / max(float(vertices[finite].sum()), 1.0)
-    piece = max(_PIECE_TOLERANCES * tol, mean_length)
+    piece_a, piece_b = _piece_lengths(a, tol), _piece_lengths(b, tol)
+    piece = float(max(piece_a[ok_a].max(initial=0.0), piece_b[ok_b].max(initial=0.0)))
     # A piece of the tile is within ``piece`` of it, and what is within ``tol`` of the piece
     # within ``margin`` (with slack for rounding).
     margin = (piece + tol) * (1 + _SLACK) + _SLACK * max(float(np.abs(boxes).max()), 1.0)
@@ -579,16 +666,18 @@ def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: 
 
     def run(tile):
         ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
-        return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, piece, margin, both)
+        return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, (piece_a[ia], piece_b[ib]),
+                                     margin, both)
 
     _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols)
     for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
-        within_a[:, ia] += wa
-        perimeter_a[ia] += pa
-        within_b[:, ib] += wb
-        perimeter_b[ib] += pb
-    return (np.minimum(within_a, perimeter_a), perimeter_a,
-            np.minimum(within_b, perimeter_b), perimeter_b)
+        within_a[:, :, ia] += wa
+        perimeter_a[:, ia] += pa
+        within_b[:, :, ib] += wb
+        perimeter_b[:, ib] += pb
+    for words in (within_a, perimeter_a, within_b, perimeter_b):
+        _carried(words)
+    return within_a, perimeter_a, within_b, perimeter_b
 
 
 def _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols: int) -> None:
@@ -677,20 +766,23 @@ def _segments(geometries: np.ndarray):
 class _Pieces:
     """The pieces of a tile's segments that matter to the tile.
 
-    Each segment is cut into m equal pieces no longer than ``piece``. A piece belongs to the
-    tile holding its start point (computed from the source coordinates, so the same in every
-    tile: each piece belongs to exactly one tile). The pieces kept are the tile's own and, if
-    not ``own_only``, those whose box comes within ``margin`` of the tile.
+    Each segment is cut into m equal pieces no longer than its polygon's piece length
+    (``_piece_lengths``). A piece belongs to the tile holding its start point (computed from
+    the source coordinates, so the same in every tile: each piece belongs to exactly one
+    tile). The pieces kept are the tile's own and, if not ``own_only``, those whose box comes
+    within ``margin`` of the tile.
 
-    Attributes (arrays over the kept pieces, coordinates from ``origin``): ``px, py`` start,
-    ``ux, uy`` unit direction, ``length``, ``xlo, ylo, xhi, yhi`` box, ``owner`` geometry,
-    ``own`` whether the piece belongs to the tile.
+    Attributes (arrays over the kept pieces): ``px, py`` start and ``ex, ey`` end in the frame
+    of its segment (``_FRAME``: the same numbers whatever the tile), ``fx, fy`` that frame's
+    offset from the tile's ``origin`` (exact multiples of ``_FRAME``), ``ux, uy`` unit
+    direction, ``length``, ``xlo, ylo, xhi, yhi`` box from the tile's origin (for the grid and
+    the box filters), ``owner`` geometry, ``own`` whether the piece belongs to the tile.
     """
 
-    _FIELDS = ("own", "px", "py", "ex", "ey", "ux", "uy", "length", "xlo", "xhi", "ylo", "yhi",
-               "owner")
+    _FIELDS = ("own", "px", "py", "ex", "ey", "fx", "fy", "ux", "uy", "length", "xlo", "xhi",
+               "ylo", "yhi", "owner")
 
-    def __init__(self, segments, tile, piece: float, margin: float, origin, own_only: bool):
+    def __init__(self, segments, tile, piece, margin: float, origin, own_only: bool):
         x0, y0, x1, y1, owner = segments
         dx, dy = x1 - x0, y1 - y0
         seg_len = hypot(dx, dy)
@@ -701,24 +793,28 @@ class _Pieces:
             x0, y0, x1, y1, dx, dy, seg_len, owner = (
                 v[long] for v in (x0, y0, x1, y1, dx, dy, seg_len, owner)
             )
-        m = np.maximum(1, np.ceil(seg_len / piece)).astype(np.int64)
+        m = np.maximum(1, np.ceil(seg_len / piece[owner])).astype(np.int64)
         parent = np.repeat(np.arange(len(m)), m)
         sub = ranges(np.zeros(len(m), dtype=np.int64), m)
         f0 = sub / m[parent]
         f1 = (sub + 1) / m[parent]
-        x0, y0, dx, dy = x0[parent], y0[parent], dx[parent], dy[parent]
-        own = _inside(x0 + f0 * dx, y0 + f0 * dy, tile)
+        own = _inside(x0[parent] + f0 * dx[parent], y0[parent] + f0 * dy[parent], tile)
+        # Each segment in the frame of its lattice point (exact differences: the point is a
+        # multiple of _FRAME within _FRAME of the start, towards 0).
+        frame_x, frame_y = np.trunc(x0 / _FRAME) * _FRAME, np.trunc(y0 / _FRAME) * _FRAME
         ox, oy = origin
-        sx, sy = x0 - ox, y0 - oy
+        sx, sy = (x0 - frame_x)[parent], (y0 - frame_y)[parent]
+        fx, fy = (frame_x - ox)[parent], (frame_y - oy)[parent]
+        dx, dy = dx[parent], dy[parent]
         px, py = sx + f0 * dx, sy + f0 * dy
         # Vertices stay exact (the first piece starts at one, the last ends at one): where
         # the other layer's boundary passes at exactly the tolerance from a vertex, as with
         # coordinates in decimals, the discs' chords are sqrt(rounding) long.
         last = sub + 1 == m[parent]
-        ex = np.where(last, x1[parent] - ox, sx + f1 * dx)
-        ey = np.where(last, y1[parent] - oy, sy + f1 * dy)
-        xlo, xhi = np.minimum(px, ex), np.maximum(px, ex)
-        ylo, yhi = np.minimum(py, ey), np.maximum(py, ey)
+        ex = np.where(last, (x1 - frame_x)[parent], sx + f1 * dx)
+        ey = np.where(last, (y1 - frame_y)[parent], sy + f1 * dy)
+        xlo, xhi = np.minimum(px, ex) + fx, np.maximum(px, ex) + fx
+        ylo, yhi = np.minimum(py, ey) + fy, np.maximum(py, ey) + fy
         if own_only:
             keep = np.flatnonzero(own)
         else:
@@ -728,8 +824,8 @@ class _Pieces:
                 & (ylo <= top - oy + margin) & (yhi >= bottom - oy - margin)
             ))
         parent = parent[keep]
-        self.own, self.px, self.py, self.ex, self.ey = (
-            own[keep], px[keep], py[keep], ex[keep], ey[keep]
+        self.own, self.px, self.py, self.ex, self.ey, self.fx, self.fy = (
+            own[keep], px[keep], py[keep], ex[keep], ey[keep], fx[keep], fy[keep]
         )
         self.ux, self.uy = dx[keep] / seg_len[parent], dy[keep] / seg_len[parent]
         self.length = (seg_len / m)[parent]
@@ -743,44 +839,81 @@ class _Pieces:
             setattr(self, name, getattr(self, name)[order])
 
 
-def _tile_lengths(a, b, tile, tols, piece: float, margin: float, both: bool):
+def _tile_lengths(a, b, tile, tols, piece, margin: float, both: bool):
     """Lengths within each of ``tols`` (shape (K,)) of the boundary pieces that belong to
     ``tile``, summed per polygon of ``a`` (and of ``b`` when ``both``), and the perimeters of
-    the segments that start in it: ``(within_a, perimeter_a, within_b, perimeter_b)``, shapes
-    (K, len(a)), (len(a),), (K, len(b)), (len(b),). ``a`` and ``b`` are the polygons near
-    the tile."""
+    the segments that start in it, as words (``_word_sums``): ``(within_a, perimeter_a,
+    within_b, perimeter_b)``, shapes (3, K, len(a)), (3, len(a)), (3, K, len(b)),
+    (3, len(b)). ``a`` and ``b`` are the polygons near the tile; ``piece``: the piece length
+    of each polygon of ``a`` and of ``b`` (``_piece_lengths``)."""
     na, nb, k_tols = len(a), len(b), len(tols)
-    wa, wb, pb = np.zeros((k_tols, na)), np.zeros((k_tols, nb)), np.zeros(nb)
+    wa, wb, pb = np.zeros((3, k_tols, na)), np.zeros((3, k_tols, nb)), np.zeros((3, nb))
     seg_a, seg_b = _segments(a), _segments(b)
     pa = _own_lengths(seg_a, tile, na)
     if both:
         pb = _own_lengths(seg_b, tile, nb)
     if len(seg_a[0]) == 0 or len(seg_b[0]) == 0:
         return wa, pa, wb, pb
-    # Coordinates from the lower-left corner of the segments: more digits for the pieces.
-    origin = (min(seg_a[0].min(), seg_a[2].min(), seg_b[0].min(), seg_b[2].min()),
-              min(seg_a[1].min(), seg_a[3].min(), seg_b[1].min(), seg_b[3].min()))
-    A = _Pieces(seg_a, tile, piece, margin, origin, own_only=not both)
-    B = _Pieces(seg_b, tile, piece, margin, origin, own_only=False)
+    # The box coordinates from a lattice point below the segments (exact offsets).
+    origin = tuple(np.floor(min(sa.min(), ea.min(), sb.min(), eb.min()) / _FRAME) * _FRAME
+                   for sa, ea, sb, eb in ((seg_a[0], seg_a[2], seg_b[0], seg_b[2]),
+                                          (seg_a[1], seg_a[3], seg_b[1], seg_b[3])))
+    piece_a, piece_b = piece
+    A = _Pieces(seg_a, tile, piece_a, margin, origin, own_only=not both)
+    B = _Pieces(seg_b, tile, piece_b, margin, origin, own_only=False)
     if not both:
         B.own[:] = False
     if A.n == 0 or B.n == 0 or not (A.own.any() or B.own.any()):
         return wa, pa, wb, pb
-    covered_a, covered_b = _covered(A, B, tols, piece)
+    covered_a, covered_b = _covered(A, B, tols, float(max(piece_a.max(), piece_b.max())))
     for k in range(k_tols):
-        wa[k] = np.bincount(A.owner, weights=np.where(A.own, covered_a[k], 0.0), minlength=na)
+        wa[:, k] = _word_sums(A.owner[A.own], covered_a[k][A.own], na)
         if both:
-            wb[k] = np.bincount(B.owner, weights=np.where(B.own, covered_b[k], 0.0),
-                                minlength=nb)
+            wb[:, k] = _word_sums(B.owner[B.own], covered_b[k][B.own], nb)
     return wa, pa, wb, pb
 
 
 def _own_lengths(segments, tile, n: int) -> np.ndarray:
     """Length of the segments that start in ``tile`` (their first piece is the tile's),
-    summed per geometry, shape (n,)."""
+    summed per geometry as words (``_word_sums``), shape (3, n)."""
     x0, y0, x1, y1, owner = segments
     own = _inside(x0, y0, tile)
-    return np.bincount(owner, weights=np.where(own, hypot(x1 - x0, y1 - y0), 0.0), minlength=n)
+    return _word_sums(owner[own], hypot(x1 - x0, y1 - y0)[own], n)
+
+
+def _word_sums(owner: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The sums per owner (0..n-1) of ``values`` (float, >= 0) as exact integer words: a float
+    array of shape (3, n) to add to others as it is and to read with ``_from_words``. The
+    sums do not depend on the order of the values (``_WORD_BITS``)."""
+    out = np.zeros((3, n))
+    if len(values) == 0:
+        return out
+    scaled = values * _WORD_FIRST
+    for k in range(3):
+        word = np.floor(scaled)
+        out[k] = np.bincount(owner, weights=word, minlength=n)
+        scaled -= word
+        scaled *= 2.0**_WORD_BITS
+    return _carried(out)
+
+
+def _carried(words: np.ndarray) -> np.ndarray:
+    """Words (shape (3, ...)) with the lower two brought below 2^_WORD_BITS, in place: the
+    same sum, and room for adding many more."""
+    base = 2.0**_WORD_BITS
+    for k in (2, 1):
+        carry = np.floor(words[k] / base)
+        words[k] -= carry * base
+        words[k - 1] += carry
+    return words
+
+
+def _from_words(words: np.ndarray) -> np.ndarray:
+    """The sums that words (``_word_sums``, shape (3, ...)) hold, rounded once."""
+    words = _carried(words.copy())
+    first = 1.0 / _WORD_FIRST
+    return (words[0] * first + words[1] * (first / 2.0**_WORD_BITS)) + words[2] * (
+        first / 2.0**(2 * _WORD_BITS))
 
 
 # ---------------------------------------------------------------------------
@@ -798,6 +931,8 @@ def _covered(A: _Pieces, B: _Pieces, tols, piece: float):
     (``_pair_block``), at each tolerance; the search reaches the largest.
     """
     tol = float(np.max(tols))
+    # Whether the pieces' frames differ (``_pair_block`` then adds their offsets).
+    A.shifted = bool(np.ptp(np.r_[A.fx, B.fx]) > 0 or np.ptp(np.r_[A.fy, B.fy]) > 0)
     gx, gy = min(A.xlo.min(), B.xlo.min()), min(A.ylo.min(), B.ylo.min())
     width = max(A.xhi.max(), B.xhi.max()) - gx
     height = max(A.yhi.max(), B.yhi.max()) - gy
@@ -900,12 +1035,17 @@ def _pair_block(A, B, a, b, tol, r2, full_a, full_b, parts_a, parts_b) -> None:
     beta = wx * uy - wy * ux  # u across w
     # Each end point from its own coordinates (not start + length u): exact differences
     # where the coordinates allow it (see _Pieces).
-    dx, dy = px - qx, py - qy
+    # Pieces in different frames (``_Pieces``): the frames' offset, exact, added to each
+    # difference; in one frame it is 0 and left out.
+    shift_x = shift_y = 0.0
+    if A.shifted:
+        shift_x, shift_y = A.fx[a] - B.fx[b], A.fy[a] - B.fy[b]
+    dx, dy = (px - qx) + shift_x, (py - qy) + shift_y
     tau0, eta0 = dx * wx + dy * wy, wx * dy - wy * dx
     sig0, zet0 = -(dx * ux + dy * uy), uy * dx - ux * dy
-    dx, dy = A.ex[a] - qx, A.ey[a] - qy
+    dx, dy = (A.ex[a] - qx) + shift_x, (A.ey[a] - qy) + shift_y
     tau1, eta1 = dx * wx + dy * wy, wx * dy - wy * dx
-    dx, dy = px - B.ex[b], py - B.ey[b]
+    dx, dy = (px - B.ex[b]) + shift_x, (py - B.ey[b]) + shift_y
     sig1, zet1 = -(dx * ux + dy * uy), uy * dx - ux * dy
     own = A.own[a]
     whole = own & _near(tau0, eta0, lb, r2) & _near(tau1, eta1, lb, r2)
@@ -980,7 +1120,8 @@ def _capsule(length, seg_len, t0, e0, alpha, beta, c0, h0, c1, h1, r, r2):
 
 def _union(parts: list, full: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Length of the union of each piece's intervals (``parts``: (piece, start, stop)
-    arrays, the intervals within [0, length[piece]]); the whole length for ``full`` pieces."""
+    arrays, the intervals within [0, length[piece]]); the whole length for ``full`` pieces.
+    The result does not depend on the order of the intervals (``_union_length``)."""
     n = len(length)
     out = np.zeros(n)
     if parts:
@@ -988,22 +1129,21 @@ def _union(parts: list, full: np.ndarray, length: np.ndarray) -> np.ndarray:
         keep = np.flatnonzero(~full[piece])
         piece, start, stop = piece[keep], start[keep], stop[keep]
         alone = np.bincount(piece, minlength=n)[piece] == 1
-        out += np.bincount(piece, weights=np.where(alone, stop - start, 0.0), minlength=n)
+        out[piece[alone]] = (stop - start)[alone]
         several = np.flatnonzero(~alone)
         if len(several):
-            out += _union_length(piece[several], start[several], stop[several], length)
+            out += _union_length(piece[several], start[several], stop[several], n)
     out[full] = length[full]
     return out
 
 
-def _union_length(group, start, stop, span) -> np.ndarray:
-    """Length of the union of the intervals [start, stop] of each group, shape
-    (len(span),); the intervals are within [0, span[group]]."""
-    n = len(span)
-    # By group, then start: the key keeps groups apart (fractions below 1/2); starts closer
-    # than its resolution may swap, which the sweep below tolerates (it adds what lies beyond
-    # the furthest stop seen, whatever the order within such a tie).
-    order = np.argsort(group + 0.5 * (start / span[group]))
+def _union_length(group, start, stop, n: int) -> np.ndarray:
+    """Length of the union of the intervals [start, stop] (start < stop) of each group,
+    shape (n,): the sum, over the runs of overlapping intervals in order of their start, of
+    the run's furthest stop less its first start. Sorted exactly by group and start, so the
+    runs and the sums are those of the intervals whatever their order (intervals with equal
+    starts always fall in one run)."""
+    order = np.lexsort((start, group))
     group, start, stop = group[order], start[order], stop[order]
     first = run_starts(group)
     head = np.maximum.accumulate(np.where(first, np.arange(len(group)), 0))
@@ -1016,7 +1156,9 @@ def _union_length(group, start, stop, span) -> np.ndarray:
         reach[active] = np.maximum(reach[active], reach[active - step])
         step *= 2
         active = active[active - step >= head[active]]
-    before = np.r_[-np.inf, reach[:-1]]
-    before[first] = -np.inf
-    return np.bincount(group, weights=np.maximum(0.0, stop - np.maximum(start, before)),
-                       minlength=n)
+    # A run starts with a group, and where an interval starts beyond every stop before it.
+    new = first.copy()
+    new[1:] |= start[1:] > reach[:-1]
+    begin = np.flatnonzero(new)
+    end = np.append(begin[1:], len(group)) - 1
+    return np.bincount(group[begin], weights=reach[end] - start[begin], minlength=n)
