@@ -17,53 +17,38 @@ from iou_evaluation.core.evaluation.evaluate import Options, check_rows
 from iou_evaluation.core.evaluation.units import split_units
 from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
 
-#: Per-row boundary values and what is summed from them: the boundary solvers
-#: (boundary/distances.py, boundary/tolerance.py) integrate a batch's pieces in blocks whose
-#: edges depend on the other polygons of the batch, so a unit's values can differ from the
-#: one-piece run's in the last bits (float summation order). Compared to 1e-12 relative;
-#: every other key and row must be identical.
-BOUNDARY_KEYS = {
-    "hausdorff_m", "boundary_mean_distance_m", "perimeter_m", "boundary_within_tolerance_m",
-    "boundary_recall", "boundary_precision", "boundary_f1", "hausdorff_mean_m",
-    "boundary_distance_mean_m", "hausdorff_median_m", "boundary_distance_median_m",
-    "quantities", "unassigned", "boundary_by_tolerance",
-}
-
-
-def _compare(a, b, path, loose=False, out=None):
-    """Differences between two results (nested dicts, lists, arrays, numbers) as paths."""
+def _compare(a, b, path, out=None):
+    """Differences between two results (nested dicts, lists, arrays, numbers) as paths:
+    every value must be identical, floats bit for bit (NaN equal to NaN), boundary numbers
+    included (boundary/distances.py and boundary/tolerance.py give each pair and polygon
+    numbers that do not depend on its batch)."""
     out = [] if out is None else out
     if isinstance(a, dict):
         if list(a) != list(b):
             out.append(f"{path}: keys {sorted(set(a) ^ set(b))} or their order")
             return out
         for key in a:
-            _compare(a[key], b[key], f"{path}.{key}", loose or key in BOUNDARY_KEYS, out)
+            _compare(a[key], b[key], f"{path}.{key}", out)
         return out
     if isinstance(a, (list, tuple)) and not isinstance(b, np.ndarray):
         if len(a) != len(b):
             out.append(f"{path}: length")
             return out
         for k, (x, y) in enumerate(zip(a, b)):
-            _compare(x, y, f"{path}[{k}]", loose, out)
+            _compare(x, y, f"{path}[{k}]", out)
         return out
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             out.append(f"{path}: shape or dtype {a.shape} {b.shape} {a.dtype} {b.dtype}")
         elif a.dtype.kind == "f":
-            ok = (np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True) if loose
-                  else np.array_equal(a, b, equal_nan=True))
-            if not ok:
+            if not np.array_equal(a, b, equal_nan=True):
                 out.append(f"{path}: values")
         elif not all(x == y for x, y in zip(a.tolist(), b.tolist())):
             out.append(f"{path}: values")
         return out
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) and math.isnan(b):
-            return out
-        if loose and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12):
-            return out
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return out
     if type(a) is not type(b) or a != b:
         out.append(f"{path}: {a!r} != {b!r}")
     return out
@@ -72,16 +57,14 @@ def _compare(a, b, path, loose=False, out=None):
 def _differences(one, units):
     out = []
     for name in ("metrics", "parameters", "per_reference", "per_predicted", "warnings",
-                 "ignore_coverage"):
-        _compare(getattr(one, name), getattr(units, name), name, False, out)
-    _compare(one.quantities, units.quantities, "quantities", True, out)
-    _compare(one.unassigned, units.unassigned, "unassigned", True, out)
+                 "ignore_coverage", "quantities", "unassigned"):
+        _compare(getattr(one, name), getattr(units, name), name, out)
     for name in ("reference", "predicted"):
-        _compare(getattr(one, name).keep, getattr(units, name).keep, f"{name}.keep", False, out)
+        _compare(getattr(one, name).keep, getattr(units, name).keep, f"{name}.keep", out)
     for layer in ("pairs", "candidates"):
         for name in ("reference", "predicted", "intersection_m2", "iou"):
             _compare(getattr(getattr(one, layer), name), getattr(getattr(units, layer), name),
-                     f"{layer}.{name}", False, out)
+                     f"{layer}.{name}", out)
     return out
 
 
@@ -178,6 +161,42 @@ def test_unit_by_unit_run_equals_the_one_piece_run_key_by_key(data):
     units = evaluate(predicted, reference, work_unit_features=data.draw(st.integers(1, 12)),
                      **kwargs)
     assert _differences(one, units) == []
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_boundary_numbers_of_many_small_units_equal_the_one_piece_run_bit_for_bit(data):
+    """The boundary keys above with every boundary option on: a tolerance and the curve's
+    multiples, distances at a fixed or automatic spacing, many units of a few rows (fields
+    and merged predictions across the units' edges), planar and in a UTM zone. Every key of
+    the report, the per-field and per-prediction boundary columns (hausdorff_m,
+    boundary_mean_distance_m, perimeter_m, boundary_within_tolerance_m, boundary_recall)
+    and the quantities are compared with ==."""
+    nx, ny = data.draw(st.integers(3, 7)), data.draw(st.integers(3, 7))
+    reference, predicted = _fields(nx, ny, data.draw(st.integers(0, 10_000)))
+    crs = data.draw(st.sampled_from([None, "EPSG:32613"]))
+    if crs is not None:
+        reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
+        predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
+    kwargs = {
+        "predicted_crs": crs, "reference_crs": crs,
+        "boundary_tolerance_m": data.draw(st.sampled_from([1.0, 3.0, 8.0])),
+        "tolerance_multiples": (1.0, 1.5, 2.0, 3.0, 4.0),
+        "boundary_sample_spacing_m": data.draw(st.sampled_from([1.0, 0.3, None])),
+        "matching": data.draw(st.sampled_from(["one_to_one", "many_to_one"])),
+    }
+    one = evaluate(predicted, reference, **kwargs)
+    assert one.metrics["count_tp"] > 0
+    assert np.isfinite(one.per_reference["hausdorff_m"]).any()
+    units = evaluate(predicted, reference, work_unit_features=data.draw(st.integers(1, 6)),
+                     **kwargs)
+    assert _differences(one, units) == []
+    for name in ("hausdorff_m", "boundary_mean_distance_m", "perimeter_m",
+                 "boundary_within_tolerance_m", "boundary_recall"):
+        assert np.array_equal(one.per_reference[name], units.per_reference[name],
+                              equal_nan=True), name
+    assert np.array_equal(one.per_predicted["boundary_within_tolerance_m"],
+                          units.per_predicted["boundary_within_tolerance_m"], equal_nan=True)
 
 
 def test_units_keep_whole_components_and_cover_every_row_once():

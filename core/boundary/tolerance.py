@@ -42,10 +42,14 @@ from .wide import WIDE_LONGITUDE_DEG, lonlat_extent_of_large, to_crs_in_parts
 #: 50 MB of memory.
 _TILE_VERTICES = 50_000
 
-#: Segments are cut into pieces no longer than this many tolerances, or the mean segment
-#: length when that is longer. Pieces are the unit of the search; short ones are often wholly
-#: inside one capsule, which spares solving the others.
+#: Segments are cut into pieces no longer than this many tolerances, or ``_PIECE_MIN`` CRS
+#: units (metres) when that is longer. Pieces are the unit of the search; short ones are
+#: often wholly inside one capsule, which spares solving the others, and the candidates of a
+#: short piece are few (a long diagonal piece's box holds many). The floor keeps the pieces
+#: few at small tolerances: about the mean segment length of field layers, which this length
+#: was until issue 23 (the mean of the batch: a polygon's pieces then depended on its batch).
 _PIECE_TOLERANCES = 3.0
+_PIECE_MIN = 32.0
 
 #: The cells of a tile's grid are this many tolerances wide (and at least half a piece).
 _CELL_TOLERANCES = 2.0
@@ -445,9 +449,14 @@ _RUN_TOLERANCES = 0.25
 #: The certified runs are set aside when they hold at least this share of a layer's segments.
 _CERTIFIED_SHARE = 0.5
 
-#: Runs are certified when both layers hold at most this many pieces and points (about 80
-#: bytes each: 240 MB), else everything is solved exactly, tile by tile, as before.
+#: Runs are certified in chunks of polygons of at most this many pieces and points (about
+#: 80 bytes each: 240 MB); a polygon with more is solved exactly, tile by tile.
 _CERTIFY_MAX_ITEMS = 3_000_000
+
+#: Polygons with fewer vertices are solved exactly as they are: the pairs of a few hundred
+#: short segments cost less than setting their runs aside (a k-d tree of the other
+#: boundaries near them, cut at the run length).
+_CERTIFY_MIN_VERTICES = 256
 
 
 def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, progress=None):
@@ -474,34 +483,39 @@ def _lengths_within(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool, 
     gives the same numbers (``_pair_block`` solves a pair the same way in either role).
     """
     t = float(np.min(tols))
-    n_b = len(b)
     cert_a = _certifiable(a, t)
-    cert_b = _certifiable(b, t) if both else np.zeros(n_b, dtype=bool)
+    cert_b = _certifiable(b, t) if both else np.zeros(len(b), dtype=bool)
     if not (cert_a.any() or cert_b.any()):
         return _lengths_within_exact(a, b, tols, both, progress)
-    rest_a, whole_a = _set_aside(a, b, cert_a, t)
-    within_a = _lengths_within_words(rest_a, b, tols, False, progress)[0]
-    within_a += whole_a[:, None, :]
-    perimeter_a = _from_words(_perimeter_words(a))
-    within_a = np.minimum(_from_words(within_a), perimeter_a)
-    if not both:
-        return within_a, perimeter_a, np.zeros((len(tols), n_b)), np.zeros(n_b)
-    rest_b, whole_b = _set_aside(b, a, cert_b, t)
-    within_b = _lengths_within_words(rest_b, a, tols, False)[0]
-    within_b += whole_b[:, None, :]
-    perimeter_b = _from_words(_perimeter_words(b))
-    return within_a, perimeter_a, np.minimum(_from_words(within_b), perimeter_b), perimeter_b
+    rest_a, whole_a, set_a = _set_aside(a, b, cert_a, t)
+    rest_b, whole_b, set_b = _set_aside(b, a, cert_b, t)
+    # One pass for the polygons left whole (both ways when ``both``; the others' boundaries
+    # still count as the other layer's), then the remaining pieces of the others.
+    within_a, perimeter_a, within_b, perimeter_b = _lengths_within_words(
+        a, b, tols, both, progress, skip=(set_a, set_b))
+    for within, rest, whole, rows, other in ((within_a, rest_a, whole_a, set_a, b),
+                                              (within_b, rest_b, whole_b, set_b, a)):
+        rows = np.flatnonzero(rows)
+        if len(rows):
+            near = _near_boxes(other, shapely.bounds(a if other is b else b)[rows],
+                               2 * _PIECE_TOLERANCES * np.max(tols) + t)[0]
+            within[:, :, rows] += _lengths_within_words(rest[rows], other[near], tols, False)[0]
+            within[:, :, rows] += whole[:, None, rows]
+    perimeter_a, perimeter_b = _from_words(perimeter_a), _from_words(perimeter_b)
+    return (np.minimum(_from_words(within_a), perimeter_a), perimeter_a,
+            np.minimum(_from_words(within_b), perimeter_b), perimeter_b)
 
 
 def _certifiable(a: np.ndarray, tol: float) -> np.ndarray:
-    """Which polygons of ``a`` may have runs set aside (bool, shape (len(a),)): those whose
-    mean segment is at most two run lengths (boundaries cut finely), told from the geometry
-    alone, and whose pieces and points stay within ``_CERTIFY_MAX_ITEMS``."""
+    """Which polygons of ``a`` may have runs set aside (bool, shape (len(a),)): those of at
+    least ``_CERTIFY_MIN_VERTICES`` vertices whose mean segment is at most two run lengths
+    (boundaries cut finely), told from the geometry alone, and whose pieces and points stay
+    within ``_CERTIFY_MAX_ITEMS``."""
     run_length = _RUN_TOLERANCES * tol
     with np.errstate(invalid="ignore", divide="ignore"):
         vertices = shapely.get_num_coordinates(a)
         length = shapely.length(a)
-        return ((vertices > 0) & (length <= 2.0 * run_length * vertices)
+        return ((vertices >= _CERTIFY_MIN_VERTICES) & (length <= 2.0 * run_length * vertices)
                 & (length / run_length + vertices <= _CERTIFY_MAX_ITEMS))
 
 
@@ -510,18 +524,20 @@ def _set_aside(a: np.ndarray, b: np.ndarray, candidates: np.ndarray, tol: float)
     certainly within ``tol`` of ``b``'s boundaries (``_certified_runs``), in chunks of about
     ``_CERTIFY_MAX_ITEMS`` pieces and points, each against the polygons of ``b`` near it.
 
-    Returns ``(rest, whole)``: ``a`` with those polygons replaced by MultiLineStrings of their
-    remaining pieces (None for none) where that sets at least ``_CERTIFIED_SHARE`` of their
-    pieces aside, and the words (``_word_sums``, shape (3, len(a))) of the lengths set aside.
+    Returns ``(rest, whole, replaced)``: ``a`` with those polygons replaced by
+    MultiLineStrings of their remaining pieces (None for none) where that sets at least
+    ``_CERTIFIED_SHARE`` of their pieces aside, the words (``_word_sums``, shape
+    (3, len(a))) of the lengths set aside, and which polygons were replaced (bool).
     """
     rest = a.copy()
     whole = np.zeros((3, len(a)))
+    replaced = np.zeros(len(a), dtype=bool)
     rows = np.flatnonzero(candidates)
     with np.errstate(invalid="ignore"):
         box_b = shapely.bounds(b)
     ok_b = np.flatnonzero(np.isfinite(box_b).all(axis=1))
     if len(rows) == 0 or len(ok_b) == 0:
-        return rest, whole
+        return rest, whole, replaced
     tree = shapely.STRtree(shapely.box(*box_b[ok_b].T))
     run_length = _RUN_TOLERANCES * tol
     items = shapely.length(a[rows]) / run_length + shapely.get_num_coordinates(a[rows])
@@ -536,14 +552,8 @@ def _set_aside(a: np.ndarray, b: np.ndarray, candidates: np.ndarray, tol: float)
                                                      len(chunk), tol)
         rest[chunk[certified]] = kept[certified]
         whole[:, chunk] = set_aside
-    return rest, whole
-
-
-def _perimeter_words(a: np.ndarray) -> np.ndarray:
-    """The perimeter of each geometry (its ``_segments``) as words, shape (3, len(a)):
-    the same as the tiles' perimeters (``_own_lengths``) added up."""
-    x0, y0, x1, y1, owner = _segments(a)
-    return _word_sums(owner, hypot(x1 - x0, y1 - y0), len(a))
+        replaced[chunk] = certified
+    return rest, whole, replaced
 
 
 def _certified_runs(seg_a, seg_b, n: int, tol: float):
@@ -606,11 +616,9 @@ def _certified_runs(seg_a, seg_b, n: int, tol: float):
 
 def _piece_lengths(geometries: np.ndarray, tol: float) -> np.ndarray:
     """The longest piece of each geometry's boundary (float, shape (n,)): ``_PIECE_TOLERANCES``
-    tolerances, or its mean segment length (length / vertices) when that is longer; from the
-    geometry alone, so that its pieces are the same in every batch."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = shapely.length(geometries) / shapely.get_num_coordinates(geometries)
-    return np.fmax(np.where(np.isfinite(mean), mean, 0.0), _PIECE_TOLERANCES * tol)
+    tolerances, at least ``_PIECE_MIN`` (the same for every geometry: a geometry's pieces do
+    not depend on the others of its batch)."""
+    return np.full(len(geometries), max(_PIECE_TOLERANCES * tol, _PIECE_MIN))
 
 
 def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool,
@@ -636,10 +644,12 @@ def _lengths_within_exact(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: 
 
 
 def _lengths_within_words(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: bool,
-                          progress=None):
+                          progress=None, skip=(None, None)):
     """``_lengths_within_exact`` as words (``_word_sums``): shapes (3, K, len(a)),
     (3, len(a)), (3, K, len(b)), (3, len(b)); the lengths within are not yet clipped to the
-    perimeters."""
+    perimeters. ``skip``: bool arrays (or None) of the polygons of ``a`` and ``b`` whose
+    lengths within are not measured (0; their boundaries still count as the other layer's
+    and their perimeters are measured)."""
     na, nb, k_tols = len(a), len(b), len(tols)
     tol = float(np.max(tols))  # pieces, margins and searches reach the largest tolerance
     within_a, perimeter_a = np.zeros((3, k_tols, na)), np.zeros((3, na))
@@ -649,25 +659,44 @@ def _lengths_within_words(a: np.ndarray, b: np.ndarray, tols: np.ndarray, both: 
         ok_a, ok_b = np.isfinite(box_a).all(axis=1), np.isfinite(box_b).all(axis=1)
     if not (ok_a.any() or (both and ok_b.any())):
         return within_a, perimeter_a, within_b, perimeter_b
-    boxes = np.concatenate([box_a[ok_a], box_b[ok_b]])
+    # Tiles over the polygons measured (one-way: those of ``a`` alone).
+    measured_b = ok_b if both else np.zeros(nb, dtype=bool)
+    boxes = np.concatenate([box_a[ok_a], box_b[measured_b]])
     vertices = np.concatenate([shapely.get_num_coordinates(a[ok_a]),
-                               shapely.get_num_coordinates(b[ok_b])]).astype(float)
+                               shapely.get_num_coordinates(b[measured_b])]).astype(float)
+    if len(boxes) == 0:
+        return within_a, perimeter_a, within_b, perimeter_b
     piece_a, piece_b = _piece_lengths(a, tol), _piece_lengths(b, tol)
-    piece = float(max(piece_a[ok_a].max(initial=0.0), piece_b[ok_b].max(initial=0.0)))
-    # A piece of the tile is within ``piece`` of it, and what is within ``tol`` of the piece
-    # within ``margin`` (with slack for rounding).
-    margin = (piece + tol) * (1 + _SLACK) + _SLACK * max(float(np.abs(boxes).max()), 1.0)
+    slack = _SLACK * max(float(np.abs(boxes).max()), 1.0)
     tiles = _tiles(0.5 * (boxes[:, :2] + boxes[:, 2:]), vertices, _TILE_VERTICES)
 
-    def near_tile(box, ok, tile):
+    margins = {}
+
+    def near_tile(box, ok, tile, margin=None):
+        if margin is None:
+            if tile not in margins:
+                margins[tile] = tile_margin(tile)
+            margin = margins[tile]
         x0, y0, x1, y1 = tile
         return np.flatnonzero(ok & (box[:, 0] <= x1 + margin) & (box[:, 2] >= x0 - margin)
                               & (box[:, 1] <= y1 + margin) & (box[:, 3] >= y0 - margin))
 
+    def tile_margin(tile):
+        # The tile's pieces start in it (on boundaries whose box meets it) and are at most
+        # their polygon's piece long; what is within ``tol`` of them is within the margin of
+        # the tile (with slack for rounding).
+        own = [piece_a[near_tile(box_a, ok_a, tile, slack)]]
+        if both:
+            own.append(piece_b[near_tile(box_b, ok_b, tile, slack)])
+        longest = max(float(p.max(initial=0.0)) for p in own)
+        return (longest + tol) * (1 + _SLACK) + slack
+
     def run(tile):
-        ia, ib = near_tile(box_a, ok_a, tile), near_tile(box_b, ok_b, tile)
+        margin = margins[tile] if tile in margins else tile_margin(tile)
+        ia, ib = near_tile(box_a, ok_a, tile, margin), near_tile(box_b, ok_b, tile, margin)
+        skipped = tuple(None if k is None else k[i] for k, i in zip(skip, (ia, ib)))
         return ia, ib, _tile_lengths(a[ia], b[ib], tile, tols, (piece_a[ia], piece_b[ib]),
-                                     margin, both)
+                                     margin, both, skipped)
 
     _check_tile_memory(a, b, tiles, near_tile, box_a, ok_a, box_b, ok_b, k_tols)
     for ia, ib, (wa, pa, wb, pb) in run_chunks(run, tiles, progress):
@@ -770,7 +799,8 @@ class _Pieces:
     (``_piece_lengths``). A piece belongs to the tile holding its start point (computed from
     the source coordinates, so the same in every tile: each piece belongs to exactly one
     tile). The pieces kept are the tile's own and, if not ``own_only``, those whose box comes
-    within ``margin`` of the tile.
+    within ``margin`` of the tile. Pieces of the polygons ``skip`` (bool per polygon, or None)
+    are never the tile's own.
 
     Attributes (arrays over the kept pieces): ``px, py`` start and ``ex, ey`` end in the frame
     of its segment (``_FRAME``: the same numbers whatever the tile), ``fx, fy`` that frame's
@@ -782,7 +812,8 @@ class _Pieces:
     _FIELDS = ("own", "px", "py", "ex", "ey", "fx", "fy", "ux", "uy", "length", "xlo", "xhi",
                "ylo", "yhi", "owner")
 
-    def __init__(self, segments, tile, piece, margin: float, origin, own_only: bool):
+    def __init__(self, segments, tile, piece, margin: float, origin, own_only: bool,
+                 skip=None):
         x0, y0, x1, y1, owner = segments
         dx, dy = x1 - x0, y1 - y0
         seg_len = hypot(dx, dy)
@@ -799,6 +830,8 @@ class _Pieces:
         f0 = sub / m[parent]
         f1 = (sub + 1) / m[parent]
         own = _inside(x0[parent] + f0 * dx[parent], y0[parent] + f0 * dy[parent], tile)
+        if skip is not None:  # not measured: the other layer's boundaries only
+            own &= ~skip[owner[parent]]
         # Each segment in the frame of its lattice point (exact differences: the point is a
         # multiple of _FRAME within _FRAME of the start, towards 0).
         frame_x, frame_y = np.trunc(x0 / _FRAME) * _FRAME, np.trunc(y0 / _FRAME) * _FRAME
@@ -839,13 +872,14 @@ class _Pieces:
             setattr(self, name, getattr(self, name)[order])
 
 
-def _tile_lengths(a, b, tile, tols, piece, margin: float, both: bool):
+def _tile_lengths(a, b, tile, tols, piece, margin: float, both: bool, skip=(None, None)):
     """Lengths within each of ``tols`` (shape (K,)) of the boundary pieces that belong to
     ``tile``, summed per polygon of ``a`` (and of ``b`` when ``both``), and the perimeters of
     the segments that start in it, as words (``_word_sums``): ``(within_a, perimeter_a,
     within_b, perimeter_b)``, shapes (3, K, len(a)), (3, len(a)), (3, K, len(b)),
     (3, len(b)). ``a`` and ``b`` are the polygons near the tile; ``piece``: the piece length
-    of each polygon of ``a`` and of ``b`` (``_piece_lengths``)."""
+    of each polygon of ``a`` and of ``b`` (``_piece_lengths``); ``skip``: see
+    ``_lengths_within_words``."""
     na, nb, k_tols = len(a), len(b), len(tols)
     wa, wb, pb = np.zeros((3, k_tols, na)), np.zeros((3, k_tols, nb)), np.zeros((3, nb))
     seg_a, seg_b = _segments(a), _segments(b)
@@ -859,13 +893,13 @@ def _tile_lengths(a, b, tile, tols, piece, margin: float, both: bool):
                    for sa, ea, sb, eb in ((seg_a[0], seg_a[2], seg_b[0], seg_b[2]),
                                           (seg_a[1], seg_a[3], seg_b[1], seg_b[3])))
     piece_a, piece_b = piece
-    A = _Pieces(seg_a, tile, piece_a, margin, origin, own_only=not both)
-    B = _Pieces(seg_b, tile, piece_b, margin, origin, own_only=False)
+    A = _Pieces(seg_a, tile, piece_a, margin, origin, own_only=not both, skip=skip[0])
+    B = _Pieces(seg_b, tile, piece_b, margin, origin, own_only=False, skip=skip[1])
     if not both:
         B.own[:] = False
     if A.n == 0 or B.n == 0 or not (A.own.any() or B.own.any()):
         return wa, pa, wb, pb
-    covered_a, covered_b = _covered(A, B, tols, float(max(piece_a.max(), piece_b.max())))
+    covered_a, covered_b = _covered(A, B, tols, float(B.length.mean()))
     for k in range(k_tols):
         wa[:, k] = _word_sums(A.owner[A.own], covered_a[k][A.own], na)
         if both:
@@ -924,7 +958,8 @@ def _from_words(words: np.ndarray) -> np.ndarray:
 def _covered(A: _Pieces, B: _Pieces, tols, piece: float):
     """Length of each piece of A within each of ``tols`` (shape (K,)) of B's pieces, and of
     each piece of B within it of A's (computed for the pieces that belong to the tile, 0 for
-    the others): arrays of shapes (K, A.n) and (K, B.n).
+    the others): arrays of shapes (K, A.n) and (K, B.n). ``piece``: a typical piece length
+    (the grid's cells are at least half of it).
 
     B is filed in a grid and the pieces of A query it (both are reordered by cell, in place);
     each pair whose boxes come within ``tol`` of each other is solved both ways
