@@ -53,9 +53,12 @@ HEADLINE = (
     ("count_fp", "False positives", "predictions that match no reference field", "fp"),
     ("count_fn", "False negatives", "reference fields no prediction matched", "fn"),
     ("precision_among_overlapping", "Precision among overlapping",
-     "precision without predictions that overlap no reference field (for registries that "
-     "cover only some fields)", ""),
+     "without predictions that overlap no reference field (for a reference that covers "
+     "only some fields)", ""),
 )
+#: Size (inches) of the two figures side by side at the top of the page (IoU histogram,
+#: threshold sweep): a little flatter than the others, so both fit in the first screen.
+TOP_FIGURE_IN = (6.4, 2.8)
 #: Metrics of the per-stratum and per-size-class charts.
 GROUP_METRICS = (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"))
 
@@ -183,13 +186,13 @@ def _iou_context(metrics: dict, evaluation: Evaluation) -> dict:
             {"IoU of matched pairs": np.asarray(r["iou"])[matched],
              "Best IoU of each reference field": r["best_iou"]},
             xlabel="IoU (–)", ylabel="Reference fields", bins=20, range_=(0.0, 1.0),
-            vlines={f"threshold {threshold:g}": threshold},
+            vlines={f"threshold {threshold:g}": threshold}, size_in=TOP_FIGURE_IN,
         ),
         "fig_sweep": figures.line_chart(
             sweep["iou_threshold"],
             {"Precision": sweep["precision"], "Recall": sweep["recall"], "F1": sweep["f1"]},
             xlabel="IoU threshold (–)", ylabel="Precision, recall, F1 (–)", ylim=(0, 1.02),
-            xlim=(0, 1), vlines={f"chosen {threshold:g}": threshold},
+            xlim=(0, 1), vlines={f"chosen {threshold:g}": threshold}, size_in=TOP_FIGURE_IN,
         ),
         "n_sweep": len(sweep["iou_threshold"]),
     }
