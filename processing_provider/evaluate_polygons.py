@@ -664,7 +664,8 @@ class _OutputWriter:
     def write_all(self, outputs, crs):
         """Write the requested layer outputs (an outputs.EvaluationOutputs) in ``crs``.
 
-        Returns {output name: destination id}, or None when canceled.
+        Returns {output name: destination id}, or None when canceled (then the files of
+        the outputs begun are removed: a canceled run leaves none that looks finished).
         """
         names = [name for name in LAYER_OUTPUTS if requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
@@ -677,9 +678,10 @@ class _OutputWriter:
         destinations = {name: destination_path(self.parameters, name) for name in names}
         own_files = all(_plain_file(path) for path in destinations.values() if path)
         with ThreadPoolExecutor(1) as closer:
+            written_files = []
             for name in names:
                 if self.feedback.isCanceled():
-                    return None
+                    return _discarded(written_files, closer)
                 fields = outputs.fields(name)
                 # A new file of its own is synced to disk once, when complete (file_sync).
                 with unsynced_sqlite(own_files and bool(destinations[name])):
@@ -691,6 +693,8 @@ class _OutputWriter:
                     raise QgsProcessingException(
                         self.algorithm.invalidSinkError(self.parameters, name)
                     )
+                if own_files and destinations[name]:
+                    written_files.append(dest_id)
                 rows = outputs.rows(name)
                 for features in feature_batches(
                     rows.geometries, rows.own, rows.columns, rows.transform
@@ -702,7 +706,8 @@ class _OutputWriter:
                     written += len(features)
                     self.feedback.setProgress(start + (end - start) * written / total)
                     if self.feedback.isCanceled():
-                        return None
+                        del sink
+                        return _discarded(written_files, closer)
                 if own_files and destinations[name] and Path(dest_id).is_file():
                     last_reference = [sink]
                     del sink
@@ -725,6 +730,17 @@ class _OutputWriter:
             details = self.context.layerToLoadOnCompletionDetails(dest_id)
             details.setPostProcessor(StylePostProcessor.for_style(qml))
         store_style_in_file(dest_id, qml, self.feedback)
+
+
+def _discarded(paths, closer) -> None:
+    """Remove the files of a canceled run's outputs (none looks finished): after the sinks
+    being closed on ``closer`` are closed. Returns None, what a canceled write returns."""
+    closer.submit(lambda: None).result()
+    for path in paths:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.remove(path + suffix)
+    return None
 
 
 def _plain_file(destination: str) -> bool:
