@@ -47,10 +47,10 @@ diff when two digests differ.
     nice -n 10 .venv/bin/python bench/national.py 50k --mode one dask --workers 1
     .venv/bin/python bench/national.py 50k 1M --mode one units dask --workers 1 2
 
-A layer is a size (50k, 200k, 1M, 4M, 16M: ``bench/data/tiled_<n / 50k>x50k.gpkg``, the
-naming of bench/README.md) or the path of a GeoPackage with layers ``reference`` (with
-``field_id``) and ``predicted``. Runs go layer by layer, and for each layer mode by mode,
-``--repeat`` times in turns.
+A layer is a size (50k, 200k, 1M, 4M, 16M: ``tiled_<n / 50k>x50k.gpkg`` in ``--data-dir``,
+default bench/data, the naming of bench/README.md) or the path of a GeoPackage with layers
+``reference`` (with ``field_id``) and ``predicted``. Runs go layer by layer, and for each
+layer mode by mode, ``--repeat`` times in turns.
 """
 
 from __future__ import annotations
@@ -276,15 +276,15 @@ class DaskCluster:
 # ---------------------------------------------------------------------------------------------
 
 
-def layer_path(layer: str) -> Path:
-    """The GeoPackage of a size label (50k ... 16M) or a path."""
+def layer_path(layer: str, data_dir: Path = DATA_DIR) -> Path:
+    """The GeoPackage of a size label (50k ... 16M) in ``data_dir``, or a path."""
     if layer in SIZES:
         copies = SIZES[layer] // TILE
-        path = DATA_DIR / f"tiled_{copies}x50k.gpkg"
+        path = data_dir / f"tiled_{copies}x50k.gpkg"
         if not path.exists():
             sys.exit(f"{path} is missing; make it with\n    .venv/bin/python bench/tile_fields.py "
-                     f"--tile {TILE} --copies {copies} --out {path.relative_to(ROOT)}")
-        return path
+                     f"--tile {TILE} --copies {copies} --out {path}")
+        return path.resolve()
     path = Path(layer).resolve()
     if not path.exists():
         sys.exit(f"{layer}: neither a size ({', '.join(SIZES)}) nor a GeoPackage")
@@ -422,6 +422,8 @@ def main(argv=None):
     parser.add_argument("--unit-rows", type=int, default=None,
                         help=f"mode units: {WORK_UNITS_ENV} (rows per work unit; default the "
                              "core's UNIT_FEATURES)")
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR,
+                        help="where the sizes' tiled_<n>x50k.gpkg are (default bench/data)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, in turns")
     parser.add_argument("--timeout-s", type=float, default=4 * 3600.0)
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "national.jsonl")
@@ -437,7 +439,7 @@ def main(argv=None):
         from iou_evaluation.core.evaluation.units import UNIT_FEATURES
 
         args.unit_rows = UNIT_FEATURES
-    paths = [layer_path(layer) for layer in args.layers]
+    paths = [layer_path(layer, args.data_dir) for layer in args.layers]
     stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
     log_dir = RESULTS_DIR / "national" / stamp
     source = source_state()
