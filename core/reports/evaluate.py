@@ -12,6 +12,7 @@ from . import figures
 from ..boundary.distances import simplified_in_runs
 from ..boundary.zones import utm_crs
 from ..geometry.crs import transformer
+from ..geometry.stored import StoredGeometries, take
 from ..evaluation.evaluate import Evaluation
 from ..matching.labels import MISSING
 from .definitions import DEFINITIONS
@@ -271,12 +272,12 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
     pairs = evaluation.pairs
     matched_pred = np.asarray(evaluation.per_predicted["matched"], dtype=bool)
     zones = evaluation.per_reference.get("utm_epsg")
-    tree = shapely.STRtree(ref.source)
+    tree = _reference_index(ref.source)
     panels = []
     for entry, k in zip(worst, rows.tolist()):
         others = pairs.predicted[pairs.reference == k] if pairs is not None else np.zeros(0, int)
-        field = ref.source[k]
-        predicted = pred.source[others]
+        field = take(ref.source, [k])[0]
+        predicted = take(pred.source, others)
         epsg = int(zones[k]) if zones is not None and ref.crs is not None else 0
         if epsg:
             field = _to_crs(field, ref.crs, epsg)
@@ -308,6 +309,29 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
     return panels
 
 
+class _BoxIndex:
+    """``STRtree.query(geometry, predicate="intersects")`` over a stored layer: envelopes
+    from memory, then the rows whose envelope meets the geometry's are read and tested."""
+
+    def __init__(self, stored):
+        self.stored = stored
+
+    def query(self, geometry, predicate="intersects"):
+        xmin, ymin, xmax, ymax = shapely.bounds(geometry)
+        b = self.stored.bounds
+        with np.errstate(invalid="ignore"):
+            near = np.flatnonzero((b[:, 0] <= xmax) & (b[:, 2] >= xmin)
+                                  & (b[:, 1] <= ymax) & (b[:, 3] >= ymin))
+        return near[shapely.intersects(geometry, self.stored.take(near))]
+
+
+def _reference_index(source):
+    """A spatial index of the reference fields' source geometries (array or stored)."""
+    if isinstance(source, StoredGeometries):
+        return _BoxIndex(source)
+    return shapely.STRtree(source)
+
+
 def _neighbours(tree, ref, k: int, square, epsg: int) -> np.ndarray:
     """The other evaluated reference fields that reach into a small map's ``square``
     (xmin, ymin, xmax, ymax in the map's coordinates: UTM zone ``epsg``, or the layer's
@@ -322,10 +346,10 @@ def _neighbours(tree, ref, k: int, square, epsg: int) -> np.ndarray:
     found = tree.query(window, predicate="intersects")
     found = found[found != k]
     if len(found) > MAX_NEIGHBOURS:
-        gap = shapely.distance(ref.source[found], ref.source[k])
+        gap = shapely.distance(take(ref.source, found), take(ref.source, [k])[0])
         found = found[np.argsort(gap, kind="stable")[:MAX_NEIGHBOURS]]
     found = np.sort(found)
-    geoms = ref.source[found]
+    geoms = take(ref.source, found)
     if epsg:
         geoms = np.array([_to_crs(g, ref.crs, epsg) for g in geoms], dtype=object)
     if not len(geoms):
