@@ -68,7 +68,7 @@ from ..matching.summary import (
     Q,
     QUANTITIES,
     RATE_KEYS,
-    f1_score,
+    f1_from_counts,
     metrics_from_sums,
     nan_median,
     ratio,
@@ -1041,7 +1041,7 @@ def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) 
             "count_fn": fn,
             "precision": precision,
             "recall": recall,
-            "f1": float(f1_score(precision, recall)),
+            "f1": float(f1_from_counts(tp, fp, fn, precision, recall)),
             "iou_mean": float(ratio(np.nansum(r["iou"][in_ref & r["matched"]]), tp, 0.0)),
         }
     return out

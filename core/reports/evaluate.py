@@ -60,6 +60,29 @@ HEADLINE = (
 #: Size (inches) of the two figures side by side at the top of the page (IoU histogram,
 #: threshold sweep): a little flatter than the others, so both fit in the first screen.
 TOP_FIGURE_IN = (6.4, 2.8)
+
+
+def undefined_cards(metrics: dict) -> dict:
+    """{headline card key: why it is undefined} for the rates whose denominator is 0 in
+    ``metrics`` (a report's "metrics"). The JSON keeps agribound 1.0's empty-denominator
+    value there (0, or 1 when both layers are empty); the page shows "n/a" and the reason
+    instead of a number that reads as measured. Source: agribound 1.0 evaluation ("Empty
+    denominators")."""
+    tp, fp, fn = metrics["count_tp"], metrics["count_fp"], metrics["count_fn"]
+    overlapping = tp + fp - metrics.get("count_fp_unassigned", 0)
+    reasons = (
+        ("precision", tp + fp == 0, "no prediction was evaluated"),
+        ("recall", tp + fn == 0, "no reference field was evaluated"),
+        ("f1", tp + fp + fn == 0, "no prediction and no reference field were evaluated"),
+        ("iou_mean", tp == 0, "no pair matched: there is no matched pair to average"),
+        ("precision_among_overlapping", overlapping == 0,
+         "no prediction overlaps a reference field"),
+    )
+    return {key: f"{why} ({metrics[key]:g} in the JSON by convention)"
+            for key, undefined, why in reasons
+            if undefined and isinstance(metrics.get(key), (int, float))}
+
+
 #: Metrics of the per-stratum and per-size-class charts.
 GROUP_METRICS = (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"))
 
@@ -117,7 +140,8 @@ def render_evaluation_html(report: dict, evaluation: Evaluation) -> str:
     units = report_units(metrics)
     sections = [
         Section("headline", "Headline", "evaluatepolygons/headline.html.j2",
-                {"cards": HEADLINE, "ci": (metrics.get("bootstrap") or {}).get("ci", {})},
+                {"cards": HEADLINE, "ci": (metrics.get("bootstrap") or {}).get("ci", {}),
+                 "undefined": undefined_cards(metrics)},
                 lead=True),
         Section("iou", "IoU", "evaluatepolygons/iou.html.j2", _iou_context(metrics, evaluation)),
         Section("failures", "Where it fails", "evaluatepolygons/failures.html.j2",
