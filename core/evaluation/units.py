@@ -716,24 +716,54 @@ def _components(ref_boxes, pred_boxes, options) -> np.ndarray:
     n_ref, n_pred = len(ref_boxes), len(pred_boxes)
     ok_r = np.flatnonzero(~np.isnan(ref_boxes).any(axis=1))
     ok_p = np.flatnonzero(~np.isnan(pred_boxes).any(axis=1))
-    query = shapely.box(*ref_boxes[ok_r].T) if len(ok_r) else np.zeros(0, dtype=object)
-    owners = ok_r
+    query, owners = ref_boxes[ok_r], ok_r
     crs = options.reference_crs
     if crs is not None and crs.is_geographic and len(ok_r):
         # Longitudes run on past ±180° along a ring that crosses it: look a turn away too.
         turn = 360.0 / math.degrees(float(crs.axis_info[0].unit_conversion_factor))
-        query = np.concatenate([query, shapely.transform(query, lambda xy: xy + [turn, 0]),
-                                shapely.transform(query, lambda xy: xy - [turn, 0])])
+        query = np.concatenate([query, query + [turn, 0, turn, 0], query - [turn, 0, turn, 0]])
         owners = np.concatenate([ok_r, ok_r, ok_r])
-    i = j = np.zeros(0, dtype=np.int64)
-    if len(ok_p) and len(query):
-        tree = shapely.STRtree(shapely.box(*pred_boxes[ok_p].T))
-        i, j = tree.query(query, predicate="intersects")
+    i, j = _meeting_boxes(query, pred_boxes[ok_p])
     n = n_ref + n_pred
     graph = coo_matrix((np.ones(len(i), dtype=np.int8), (owners[i], n_ref + ok_p[j])),
                        shape=(n, n))
     _, labels = connected_components(graph, directed=False)
     return labels
+
+
+#: Query boxes per STRtree of ``_meeting_boxes``: its shapely boxes (about 400 bytes each,
+#: with the tree) are made for a chunk at a time, never for a whole national layer.
+_BOX_CHUNK = 50_000
+
+
+def _meeting_boxes(query: np.ndarray, boxes: np.ndarray):
+    """(i, j): every query box (float (n, 4), finite) meeting a box (float (m, 4), finite),
+    as ``STRtree.query(..., predicate="intersects")`` on shapely boxes gives them, found
+    chunk by chunk: query boxes in chunks of neighbours along a Z-order curve, each against
+    a tree of the boxes that reach into the chunk's extent."""
+    parts_i, parts_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    if not len(query) or not len(boxes):
+        return parts_i[0], parts_j[0]
+    centre = np.column_stack([(query[:, 0] + query[:, 2]) / 2, (query[:, 1] + query[:, 3]) / 2])
+    lo, hi = centre.min(axis=0), centre.max(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        grid = np.nan_to_num((centre - lo) / np.maximum(hi - lo, 1e-300) * 65535)
+    order = np.argsort(_interleave(grid[:, 0].astype(np.int64))
+                       | (_interleave(grid[:, 1].astype(np.int64)) << 1), kind="stable")
+    for start in range(0, len(order), _BOX_CHUNK):
+        rows = order[start:start + _BOX_CHUNK]
+        chunk = query[rows]
+        x0, y0 = chunk[:, 0].min(), chunk[:, 1].min()
+        x1, y1 = chunk[:, 2].max(), chunk[:, 3].max()
+        near = np.flatnonzero((boxes[:, 0] <= x1) & (boxes[:, 2] >= x0)
+                              & (boxes[:, 1] <= y1) & (boxes[:, 3] >= y0))
+        if not len(near):
+            continue
+        tree = shapely.STRtree(shapely.box(*boxes[near].T))
+        i, j = tree.query(shapely.box(*chunk.T), predicate="intersects")
+        parts_i.append(rows[i])
+        parts_j.append(near[j])
+    return np.concatenate(parts_i), np.concatenate(parts_j)
 
 
 def _sweep_order(labels: np.ndarray, centre: np.ndarray) -> np.ndarray:
