@@ -95,7 +95,7 @@ def _same(a, b):
 def test_a_pairs_distances_are_the_same_alone_and_among_many_pairs(seed, spacing):
     ref, pred = _pairs(*_layers(seed))
     h, m, s = pair_boundary_distances(ref, pred, spacing)
-    assert np.isfinite(h).all() and len(h) > 20
+    assert np.isfinite(h).all() and len(h) > 10
     order = np.random.default_rng(seed).permutation(len(ref))
     h2, m2, s2 = pair_boundary_distances(ref[order], pred[order], spacing)
     assert _same(h2, h[order]) and _same(m2, m[order]) and _same(s2, s[order])

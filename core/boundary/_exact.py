@@ -1164,12 +1164,16 @@ def _envelope(length, frame, fid):
     inner_len = length[inner_piece]
     inner_s = np.minimum(np.maximum(inner_s, 0.0), inner_len)
     del inner_len
-    # Sort by piece, then exactly by position (a key mixing both would round positions more
-    # coarsely in pieces further down the batch, and the merging below would then keep other
-    # points: a piece's numbers would depend on its batch). Equal positions are equal points.
-    order = np.lexsort((inner_s, inner_piece))
+    # Sort by piece, then exactly by position: by position, then stably by piece (a radix
+    # sort of 16-bit ids within an envelope batch). A key mixing both would order points
+    # closer than its resolution either way, coarser in pieces further down the batch, and
+    # the merging below would then keep other points: a piece's numbers would depend on its
+    # batch. Equal positions are equal points.
+    order = np.argsort(inner_s)
+    ids = inner_piece[order]
+    order = order[np.argsort(ids.astype(np.uint16) if m <= 1 << 16 else ids, kind="stable")]
     inner_piece, inner_s = inner_piece[order], inner_s[order]
-    del order
+    del order, ids
     integral = np.empty(m)
     maximum = np.zeros(m)
     # Blocks of pieces with about _ENVELOPE_BLOCK cut points: each piece's points are a run of

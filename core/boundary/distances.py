@@ -258,7 +258,8 @@ def pair_boundary_distances(
     Memory and time grow linearly with a pair's vertices: the grid's cells follow the mean
     segment length of the pair (not its extent), a candidate search counts what it would
     gather and splits its batch to stay within ``_ROW_BUDGET`` rows, and a pair's pieces are
-    done in blocks. A pair with more than ``_COARSE_MIN_SEGMENTS`` segments (a polygonised
+    done in blocks. A pair's numbers are the same bits alone or among any other pairs, in
+    any order (``_exact._integrate``: blocks of whole pairs, sums per pair in piece order). A pair with more than ``_COARSE_MIN_SEGMENTS`` segments (a polygonised
     raster, a 10⁶-gon) is measured against its boundaries simplified within ε (each side
     where that halves its segments; the integrated boundaries stay whole), ε = Δ/32, or the
     longer boundary / 32,000 when that is smaller (layers in small units, where Δ's 1-unit

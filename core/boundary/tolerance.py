@@ -11,6 +11,12 @@ the tolerance of each other are found once, and each pair gives both the part of
 piece inside the second one's capsule and the part of the second inside the first one's. The
 plane is cut into tiles that each hold the boundaries near them, so memory stays bounded and
 tiles run on both cores.
+
+A polygon's numbers depend only on its boundary and the other layer's boundaries near it,
+to the last bit, whatever else is in the call: pieces of a fixed length, in frames of a
+fixed lattice, unions of intervals sorted exactly, lengths summed exactly per polygon
+(``_word_sums``) and runs set aside polygon by polygon (the work units of
+evaluation/units.py rely on it).
 """
 
 from __future__ import annotations

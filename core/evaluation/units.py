@@ -22,7 +22,10 @@ and on rows of the other layer that overlap it or come within the reach of it: a
 intersection and IoU (and its bound, settled per pair against the pairs of its two rows), a
 prediction's coverage by ignore regions, a matched pair's boundary distances, a boundary's
 length within each tolerance ("more rows of the other layer cost time, never a value",
-boundary/curve.py), COCO's candidate IoUs. All of those rows are in the same component, so in
+boundary/curve.py), COCO's candidate IoUs. The boundary solvers give each pair and each
+polygon the same bits whatever else is in their batch (blocks hold whole pairs, tolerance
+lengths are summed exactly per polygon: boundary/_exact.py, boundary/tolerance.py;
+tests/test_core_boundary_batch.py). All of those rows are in the same component, so in
 the same unit, and a unit keeps rows in input order, so every array a stage sees is the
 one-piece array restricted to the unit, in the same order. Every matching rule decomposes
 over components: greedy one-to-one takes pairs by descending IoU (ties by reference, then
