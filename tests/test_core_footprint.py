@@ -206,6 +206,8 @@ def test_large_footprints_measured_in_parts_equal_one_dissolve(monkeypatch, way)
     monkeypatch.setattr(footprint, "_ROWS_PER_TILE", 20)
     if way == "tiles":
         monkeypatch.setattr(footprint, "_DENSE_PAIRS_PER_ROW", -1)
+    else:  # whatever the overlays would cost
+        monkeypatch.setattr(footprint, "_PIECES_MAX_RATIO", math.inf)
     tiled = footprint_iou(a, b, predicted_crs=None, reference_crs=None,
                           predicted_ids=ids_a, reference_ids=ids_b)
     for name in ("area_a", "area_b", "intersection", "union", "iou", "dice", "giou", "diou"):
@@ -274,3 +276,34 @@ def test_hull_candidates_keep_the_hull_of_all_vertices():
     candidates = _hull_candidates(geoms)
     assert len(candidates) < len(shapely.get_coordinates(geoms)) / 2
     assert shapely.equals(shapely.convex_hull(shapely.multipoints(candidates)), everything)
+
+
+def test_layers_measured_in_parts_choose_pieces_or_tiles_by_their_overlays(monkeypatch):
+    # Rows each meeting many detailed rows of the other layer (ratio above the limit) are
+    # measured tile by tile, others piece by piece; both against values by hand.
+    import shapely
+
+    from iou_evaluation.core.pairs import footprint
+
+    calls = []
+    real_tiled = footprint._tiled_metrics
+    monkeypatch.setattr(footprint, "_tiled_metrics",
+                        lambda *args: calls.append("tiles") or real_tiled(*args))
+    monkeypatch.setattr(footprint, "TILED_ROWS", 0)
+    grid = [box(x, y, x + 1, y + 1) for x in range(20) for y in range(20)]
+    fine = [shapely.segmentize(g, 0.01) for g in grid]  # 401 vertices each
+    shifted = [box(x + 0.5, y + 0.5, x + 1.5, y + 1.5) for x in range(20) for y in range(20)]
+    strips = [box(0.5, 0.1 * k, 19.5, 0.1 * k + 0.05) for k in range(200)]
+    # a shifted square meets 4 squares (1,521 pairs of 400 rows); a detailed square ~10 strips
+    assert footprint._overlay_vertices_ratio(np.array(shifted), np.array(grid)) < 5
+    assert footprint._overlay_vertices_ratio(np.array(strips), np.array(fine)) > 5
+    by_pieces = footprint_iou(shifted, grid, predicted_crs=None, reference_crs=None).overall
+    assert calls == []
+    by_tiles = footprint_iou(strips, fine, predicted_crs=None, reference_crs=None).overall
+    assert calls == ["tiles"]
+    # by hand: 400 unit squares against the same shifted by half: the overlap 19.5 × 19.5;
+    # 200 strips 19 × 0.05 inside the 20 × 20 squares
+    assert by_pieces.intersection[0] == pytest.approx(380.25, rel=1e-12)
+    assert by_pieces.iou[0] == pytest.approx(380.25 / 419.75, rel=1e-9)
+    assert by_tiles.intersection[0] == pytest.approx(190.0, rel=1e-12)
+    assert by_tiles.iou[0] == pytest.approx(190.0 / 400.0, rel=1e-9)

@@ -9,6 +9,7 @@ default) and the densified way (an equal-area CRS that is not cylindrical).
 """
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -218,6 +219,8 @@ def test_world_spanning_footprints_in_parts(monkeypatch, way, parts):
     monkeypatch.setattr(footprint_module, "_ROWS_PER_TILE", 10)  # 8 × 8 tiles, 4 × 4
     if parts == "tiles":
         monkeypatch.setattr(footprint_module, "_DENSE_PAIRS_PER_ROW", -1)
+    else:  # whatever the overlays would cost
+        monkeypatch.setattr(footprint_module, "_PIECES_MAX_RATIO", math.inf)
     tiled = footprint_iou(pred, ref, equal_area_crs=crs, **LONLAT).overall
     for metrics in (whole, tiled):
         assert metrics.area_a[0] == pytest.approx(area_a, rel=1e-6)

@@ -5,8 +5,10 @@ The robust function of the spatial IoU guide ("Measuring Spatial IoU for LLM-Gen
 Geometries") on whole layers: every row is
 prepared by ``prepare_layer`` (repair first, then reprojection to the equal-area CRS, then
 repair again; null, empty, non-polygonal and zero-area rows dropped and counted), the rows are
-dissolved (``pair_metrics.dissolve``: a guarded overlay), and the footprints are scored by
-``pair_metrics.pair_metrics`` (guarded overlay, ratios clamped to their ranges). Every
+dissolved (``geometry.dissolve``: a guarded overlay) or, above ``TILED_ROWS`` rows, cut into
+pieces that share no interior (``geometry.dissolve.disjoint_pieces``) whose measures add up to
+the dissolved footprints', and the footprints are scored as by ``pair_metrics.pair_metrics``
+(guarded overlay, ratios clamped to their ranges). Every
 degenerate case has a defined value: a footprint without area on one side scores IoU = Dice =
 0 and GIoU = DIoU = -1; without area on both sides, ``zero_division`` (0.0 by default, the
 guide's value).
@@ -59,6 +61,11 @@ _ROWS_PER_TILE = 100
 #: measured tile by tile (stacked copies of one shape, say): cutting each row by its many
 #: neighbours would cost more than dissolving tiles.
 _DENSE_PAIRS_PER_ROW = 8
+#: Layers whose pairwise overlays would read more than this many times their vertices
+#: (``_overlay_vertices_ratio``) are measured tile by tile: measured on the bench, 2.9 for
+#: 50,000 fields (pieces: 12 CPU s, tiles: 23) and 7.5 for US counties against a finer copy
+#: (pieces: 5.0 CPU s, tiles: 2.4).
+_PIECES_MAX_RATIO = 5.0
 
 #: Status of an id in the per-id table: rows with it in both layers, or in one layer only.
 ID_STATUSES = ("both", "predicted_only", "reference_only")
@@ -239,12 +246,16 @@ def footprint_pair_metrics(
     (``PreparedLayer.to_map``, for GIoU's hull and DIoU's centroids and box; None: the
     space is the equal-area CRS).
     Up to ``TILED_ROWS`` rows together the two are dissolved and scored by ``pair_metrics``.
-    Beyond, they are measured tile by tile on a square grid (each tile about
-    ``_ROWS_PER_TILE`` rows): the tiles partition the plane, so the union areas and the
-    intersection area are the sums of the tiles' (rows crossing a tile edge are cut there), the
-    centroids the area-weighted means of the tiles', the convex hull that of all vertices and
-    the enclosing box their bounds (both from the tiles' convex hulls); no overlay ever
-    holds a whole layer (dissolving 50,000 fields at once took 13 minutes, tiles a minute).
+    Beyond, no overlay ever holds a whole layer (dissolving 50,000 fields at once took 13
+    minutes): each layer is cut into pieces that share no interior and have its union
+    (``disjoint_pieces``: a row minus the rows it overlaps), so the union areas are sums of
+    pieces' areas and the intersection area the sum of the overlays of the pairs of pieces
+    that meet (``_piecewise_metrics``; on 50,000 fields whose neighbours overlap by slivers,
+    under half the CPU time of GEOS unions of tiles: bench/README.md). A layer that overlaps itself densely (stacked
+    copies) is measured tile by tile on a square grid instead (each tile about
+    ``_ROWS_PER_TILE`` rows, ``_tiled_metrics``): the tiles partition the plane, so the
+    measures are sums over tiles. Either way the centroids are area-weighted means of the
+    parts', the convex hull that of all vertices and the enclosing box their bounds.
     Ratios by ``metrics_from_measures``, as ``pair_metrics``.
     ``progress``: optional callable(fraction done), may raise to cancel.
     """
@@ -258,8 +269,12 @@ def footprint_pair_metrics(
 def _large_metrics(a, b, zero_division, x_period, progress, area, to_map) -> PairMetrics:
     """The metrics of a pair of footprints of more than ``TILED_ROWS`` rows: piece by piece
     (``_piecewise_metrics``), or tile by tile (``_tiled_metrics``) for densely
-    self-overlapping layers."""
-    metrics = _piecewise_metrics(a, b, zero_division, x_period, progress, area, to_map)
+    self-overlapping layers and for layers whose rows each meet many detailed rows of the
+    other (``_overlay_vertices_ratio`` above ``_PIECES_MAX_RATIO``: counties against
+    counties, where overlaying every pair costs more than dissolving tiles of the coverage)."""
+    metrics = None
+    if _overlay_vertices_ratio(a, b) <= _PIECES_MAX_RATIO:
+        metrics = _piecewise_metrics(a, b, zero_division, x_period, progress, area, to_map)
     if metrics is None:
         metrics = _tiled_metrics(a, b, zero_division, x_period, progress, area, to_map)
     return metrics
@@ -290,6 +305,17 @@ def _areas(geoms: np.ndarray, area: AreaFunction) -> np.ndarray:
     if present.any():
         out[present] = area(geoms[present])
     return np.where(np.isfinite(out) & (out > 0), out, 0.0)
+
+
+def _overlay_vertices_ratio(a: np.ndarray, b: np.ndarray) -> float:
+    """The vertices the overlays of pairs of rows of ``a`` and ``b`` with overlapping bounding
+    boxes would read, over the vertices of both layers (each vertex read once: 1)."""
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    row_a, row_b = shapely.STRtree(b).query(a)
+    vertices_a, vertices_b = shapely.get_num_coordinates(a), shapely.get_num_coordinates(b)
+    total = float(vertices_a.sum() + vertices_b.sum())
+    return float((vertices_a[row_a] + vertices_b[row_b]).sum()) / max(total, 1.0)
 
 
 def _piecewise_metrics(a, b, zero_division, x_period, progress, area=shapely.area,
@@ -328,10 +354,19 @@ def _piecewise_metrics(a, b, zero_division, x_period, progress, area=shapely.are
                             zip(found, split(len(pieces_a), 2_000, 20_000))])
     row_b = np.concatenate([f[1] for f in found])
     parts = split(len(row_a), 2_000, 20_000)
-    inter = float(sum(run_chunks(
-        lambda part: _pieces_intersection(pieces_a, pieces_b, row_a[part], row_b[part],
-                                          area),
-        parts, report(0.6, 0.95))))
+    # Prepared once here, not in the threads (which share pieces), released after unless
+    # they were prepared already.
+    fresh = [p[~shapely.is_prepared(p)] for p in (pieces_a, pieces_b)]
+    shapely.prepare(fresh[0])
+    shapely.prepare(fresh[1])
+    try:
+        inter = float(sum(run_chunks(
+            lambda part: _pieces_intersection(pieces_a, pieces_b, row_a[part], row_b[part],
+                                              area),
+            parts, report(0.6, 0.95))))
+    finally:
+        shapely.destroy_prepared(fresh[0])
+        shapely.destroy_prepared(fresh[1])
     ma, mb = (pieces_a, pieces_b) if to_map is None else (to_map(pieces_a), to_map(pieces_b))
     everything = np.concatenate([ma, mb])
     side = np.r_[np.zeros(len(ma), dtype=bool), np.ones(len(mb), dtype=bool)]
@@ -389,8 +424,8 @@ def _cut_at_zero(geoms: np.ndarray, side: np.ndarray, bounds: np.ndarray):
 
 def _pieces_intersection(pieces_a, pieces_b, row_a, row_b, area) -> float:
     """Sum of the overlay areas of the pairs ``(pieces_a[row_a[k]], pieces_b[row_b[k]])``; a
-    piece inside the other (a prepared ``covers``, tried where one's bounding box lies in the
-    other's) is the overlay, measured without one."""
+    piece inside the other (``covers``, tried where one's bounding box lies in the other's) is
+    the overlay, measured without one."""
     a, b = pieces_a[row_a], pieces_b[row_b]
     bounds_a, bounds_b = shapely.bounds(a), shapely.bounds(b)
     in_b = (bounds_a[:, :2] >= bounds_b[:, :2]).all(axis=1) & (
@@ -408,19 +443,14 @@ def _pieces_intersection(pieces_a, pieces_b, row_a, row_b, area) -> float:
 
 
 def _covers(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
-    """``outer[k]`` covers ``inner[k]`` (prepared: the outer geometries are prepared for the
-    test and released after it unless they were prepared already); a pair GEOS cannot relate
-    is not covered (it is overlaid)."""
+    """``outer[k]`` covers ``inner[k]`` (fast when ``outer`` is prepared); a batch GEOS
+    cannot relate counts as not covered (its pairs are overlaid)."""
     if len(outer) == 0:
         return np.zeros(0, dtype=bool)
-    fresh = outer[~shapely.is_prepared(outer)]
-    shapely.prepare(fresh)
     try:
         return shapely.covers(outer, inner)
     except shapely.errors.GEOSException:
         return np.zeros(len(outer), dtype=bool)
-    finally:
-        shapely.destroy_prepared(fresh)
 
 
 def _hull_candidates(geoms: np.ndarray) -> np.ndarray:
@@ -451,7 +481,8 @@ def _hull_candidates(geoms: np.ndarray) -> np.ndarray:
 
 def _tiled_metrics(a, b, zero_division, x_period, progress, area=shapely.area,
                    to_map=None) -> PairMetrics:
-    """``footprint_pair_metrics`` tile by tile (see there); the tiles are squares of the
+    """``footprint_pair_metrics`` tile by tile (see there: the way of densely self-overlapping
+    layers); the tiles are squares of the
     geometries' own space (degrees for longitude/latitude layers), centroids and hulls are
     taken in the equal-area CRS."""
     xmin, ymin, xmax, ymax = shapely.total_bounds(np.concatenate([a, b]))
