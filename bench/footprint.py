@@ -18,7 +18,9 @@ Cases (each skipped, with a note, when its data is missing):
   .7z archive);
 - ``real_world``, ``real_counties``: bench/realdata.py's GeoPackages;
 - ``fields50k``: bench/generate.py's 50,000 fields (bench/data/fields_50k_seed0.gpkg, made by
-  run.py or ``generate.py --n 50000 --out ...``), EPSG:32613.
+  run.py or ``generate.py --n 50000 --out ...``), EPSG:32613;
+- ``shared50k``: bench/generate_shared.py's 50,000 fields (bench/data/shared_50k_seed0.gpkg,
+  made by ``generate_shared.py --n 50000 --out ...``), EPSG:32613.
 
 Each time is given as wall seconds and, after a slash, CPU seconds of all threads of this
 process (what other jobs on the cores change least). ``--root`` measures another checkout's
@@ -26,7 +28,8 @@ core (a folder with the plugin's files, such as a ``git worktree`` of main) with
 
 Command (project venv)::
 
-    .venv/bin/python bench/footprint.py --ne-dir DIR [--cases ...] [--skip-evaluate] [--skip-straightforward] [--root DIR]
+    .venv/bin/python bench/footprint.py --ne-dir DIR [--cases ...] [--skip-evaluate] \\
+        [--skip-straightforward] [--root DIR]
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ GPKG_CASES = {
     "real_world": "real_world.gpkg",
     "real_counties": "real_counties.gpkg",
     "fields50k": "fields_50k_seed0.gpkg",
+    "shared50k": "shared_50k_seed0.gpkg",
 }
 CASES = tuple(NE_CASES) + tuple(GPKG_CASES)
 

@@ -10,6 +10,8 @@ import threading
 import numpy as np
 import shapely
 
+from ..util.parallel import run_chunks, split
+
 logger = logging.getLogger(__name__)
 
 
@@ -55,30 +57,31 @@ class _TooDense(Exception):
 def disjoint_pieces(geoms: np.ndarray, name: str = "layer", progress=None,
                     max_pairs_per_row: float | None = None):
     """Pieces of prepared polygonal geometries with the same union and no two sharing
-    interior: each row minus the interiors of the rows it overlaps that come before it.
+    interior: each row minus the rows before it whose interiors meet its own.
 
     ``geoms``: object array, shape (n,), valid polygonal geometries with area (as
     ``prepare_layer`` leaves them). Rows are ordered by vertices, most first (ties by
-    position), so the larger of two overlapping rows stays whole and the smaller is cut; a
-    row whose interior meets no other row's (a coverage: fields sharing edges) is its own
-    piece, untouched. Pairs whose interiors meet are found by an STRtree query and the
-    DE-9IM pattern ``T********`` (touching rows are not cut).
+    position), so of two overlapping rows the one with more vertices stays whole and the
+    other is cut; a row whose interior meets no other row's (a coverage: fields sharing
+    edges) is its own piece, the same object. Pairs whose interiors meet are found by an
+    STRtree query and the DE-9IM pattern ``T********`` (rows that only touch are not cut). A
+    row is cut by each such earlier row in turn, or, with more than ``_CUT_ONE_BY_ONE`` of
+    them, once by their ``dissolve``.
 
     The pieces' areas sum to the union's area and their overlays with another layer's pieces
     to the overlay of the two unions, without any overlay of many rows (``dissolve`` of 50,000
     fields whose neighbours overlap by slivers is the cost footprint IoU avoids with this).
 
-    Returns (pieces, rows), or None (see ``max_pairs_per_row``): object array (m,) of the non-empty pieces and int64 array (m,) of
-    the row each came from. A cut GEOS cannot make even on a precision grid of 1e-12 of the
-    largest coordinate leaves that row whole (logged naming ``name``: its overlap is counted
-    twice, at most the overlapping rows' shared area). ``progress``: optional
-    callable(fraction done), may raise to cancel. ``max_pairs_per_row``: when given, None is
-    returned (and nothing cut) as soon as the pairs of intersecting rows are found to be more
-    than this many per row (stacked copies of one shape: each would be cut by all the
-    others): first on 64 rows spread over the layer, then on all, in chunks of rows.
+    Returns (pieces, rows), or None (see ``max_pairs_per_row``): object array (m,) of the
+    non-empty pieces and int64 array (m,) of the row each came from. A cut GEOS cannot make
+    even on a precision grid of 1e-12 of the largest coordinate leaves that row whole (logged
+    naming ``name``: its overlap is counted twice, at most the overlapping rows' shared
+    area). ``progress``: optional callable(fraction done), may raise to cancel.
+    ``max_pairs_per_row``: when given, None is returned (and nothing cut) as soon as the
+    pairs of intersecting rows are found to be more than this many per row (stacked copies
+    of one shape: each would be cut by all the others): first on 64 rows spread over the
+    layer, then on all, in chunks of rows.
     """
-    from ..util.parallel import run_chunks, split
-
     geoms = np.asarray(geoms, dtype=object)
     n = len(geoms)
     if n <= 1:

@@ -63,8 +63,9 @@ _ROWS_PER_TILE = 100
 _DENSE_PAIRS_PER_ROW = 8
 #: Layers whose pairwise overlays would read more than this many times their vertices
 #: (``_overlay_vertices_ratio``) are measured tile by tile: measured on the bench, 2.9 for
-#: 50,000 fields (pieces: 12 CPU s, tiles: 23) and 7.5 for US counties against a finer copy
-#: (pieces: 5.0 CPU s, tiles: 2.4).
+#: 50,000 fields (whole footprint IoU, pieces: 12 CPU s, tiles: 23), 7.5 for US counties
+#: against a finer copy (measuring alone, pieces: 5.0 CPU s, tiles: 2.4) and 8.1 for 50,000
+#: fields sharing edges (pieces: 22.2, tiles: 13.0).
 _PIECES_MAX_RATIO = 5.0
 
 #: Status of an id in the per-id table: rows with it in both layers, or in one layer only.
@@ -251,9 +252,10 @@ def footprint_pair_metrics(
     (``disjoint_pieces``: a row minus the rows it overlaps), so the union areas are sums of
     pieces' areas and the intersection area the sum of the overlays of the pairs of pieces
     that meet (``_piecewise_metrics``; on 50,000 fields whose neighbours overlap by slivers,
-    under half the CPU time of GEOS unions of tiles: bench/README.md). A layer that overlaps itself densely (stacked
-    copies) is measured tile by tile on a square grid instead (each tile about
-    ``_ROWS_PER_TILE`` rows, ``_tiled_metrics``): the tiles partition the plane, so the
+    under half the CPU time of GEOS unions of tiles: bench/README.md). A layer that overlaps
+    itself densely (stacked copies), or layers whose rows each meet many detailed rows of the
+    other (``_large_metrics``), are measured tile by tile on a square grid instead (each
+    tile about ``_ROWS_PER_TILE`` rows, ``_tiled_metrics``): the tiles partition the plane, so the
     measures are sums over tiles. Either way the centroids are area-weighted means of the
     parts', the convex hull that of all vertices and the enclosing box their bounds.
     Ratios by ``metrics_from_measures``, as ``pair_metrics``.
