@@ -64,7 +64,7 @@ _DENSE_PAIRS_PER_ROW = 8
 #: Layers whose pairwise overlays would read more than this many times their vertices
 #: (``_overlay_vertices_ratio``) are measured tile by tile: measured on the bench, 2.9 for
 #: 50,000 fields (whole footprint IoU, pieces: 12 CPU s, tiles: 23), 7.5 for US counties
-#: against a finer copy (measuring alone, pieces: 5.0 CPU s, tiles: 2.4) and 8.1 for 50,000
+#: against a finer copy (footprint IoU, pieces: 5.0 CPU s, tiles: 2.4) and 8.1 for 50,000
 #: fields sharing edges (pieces: 22.2, tiles: 13.0).
 _PIECES_MAX_RATIO = 5.0
 
