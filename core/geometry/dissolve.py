@@ -155,7 +155,7 @@ def disjoint_pieces(geoms: np.ndarray, name: str = "layer", progress=None,
             pieces[[row]] = _differences(pieces[[row]], np.array([union], dtype=object),
                                          grid, failed, np.array([row]))
 
-    run_chunks(cut, split(n, 2_000, 10_000), report(0.4, 1.0))
+    run_chunks(cut, split(n, 1_000, 4_000), report(0.4, 1.0))
     if failed.any():
         logger.warning("%d %s rows could not be cut where they overlap other rows: their "
                        "overlaps count twice in the footprint", int(failed.sum()), name)

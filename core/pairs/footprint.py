@@ -350,12 +350,14 @@ def _piecewise_metrics(a, b, zero_division, x_period, progress, area=shapely.are
         return metrics_from_measures(np.array([area_a]), np.array([area_b]), np.zeros(1),
                                      np.zeros(1), np.zeros(1), np.ones(1), zero_division)
     tree = shapely.STRtree(pieces_b)
+    # Chunks of a few thousand, many more than the threads, so that none waits long for the
+    # last one.
+    chunks = split(len(pieces_a), 1_000, 4_000)
     found = run_chunks(lambda part: tree.query(pieces_a[part], predicate="intersects"),
-                       split(len(pieces_a), 2_000, 20_000), report(0.5, 0.6))
-    row_a = np.concatenate([f[0] + part.start for f, part in
-                            zip(found, split(len(pieces_a), 2_000, 20_000))])
+                       chunks, report(0.5, 0.6))
+    row_a = np.concatenate([f[0] + part.start for f, part in zip(found, chunks)])
     row_b = np.concatenate([f[1] for f in found])
-    parts = split(len(row_a), 2_000, 20_000)
+    parts = split(len(row_a), 1_000, 4_000)
     # Prepared once here, not in the threads (which share pieces), released after unless
     # they were prepared already.
     fresh = [p[~shapely.is_prepared(p)] for p in (pieces_a, pieces_b)]
