@@ -11,6 +11,7 @@ from qgis.core import (
     QgsProcessingParameterDefinition,
     QgsProcessingParameterField,
     QgsProcessingParameterNumber,
+    QgsProcessingUtils,
     QgsProperty,
     QgsWkbTypes,
 )
@@ -42,6 +43,9 @@ except AttributeError:
     ADVANCED = QgsProcessingParameterDefinition.Flag.FlagAdvanced
 
 FAST_INSERT = QgsFeatureSink.Flag.FastInsert
+
+#: QgsProcessingUtils.mapLayerFromString's hint for a raster layer.
+RASTER_LAYER_HINT = QgsProcessingUtils.LayerHint.Raster
 
 try:  # QGIS >= 3.30
     GEOMETRY_NULL = Qgis.GeometryType.Null

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ..core.matching.grouping import parse_size_bins
 from ..core.matching.labels import ancestors_from_taxonomy
 from ..core.matching.rules import MATCHING_METHODS
 from ..core.boundary.curve import TOLERANCE_MULTIPLES
+from ..core.evaluation.units import UNIT_FEATURES
 from ..core.util.checks import is_missing
 from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
@@ -432,8 +434,10 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         fields = self.checked(self._fields_given, parameters, context, predicted_source,
                               reference_source)
         options = self.checked(self._options, parameters, context)
+        unit_rows = work_unit_rows(predicted_source.featureCount()
+                                   + reference_source.featureCount())
         layers = self._read_layers(parameters, context, feedback, fields, predicted_source,
-                                   reference_source)
+                                   reference_source, stored=unit_rows is not None)
         if layers is None:
             return {}
         predicted, reference, study_area, run_warnings = layers
@@ -446,7 +450,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
                 # The curve of boundary F1 against the tolerance is drawn in the HTML.
                 tolerance_multiples=TOLERANCE_MULTIPLES
                 if requested(parameters, self.REPORT_HTML) else None,
-                executor=executor, **options,
+                executor=executor, work_unit_features=unit_rows, **options,
             )
         if evaluation is None:
             return {}
@@ -515,21 +519,22 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         }
 
     def _read_layers(self, parameters, context, feedback, fields, predicted_source,
-                     reference_source):
+                     reference_source, stored=False):
         """(predicted, reference, study-area counts, the provider's warnings): both layers
-        read with the fields they need and selected by the study area; None when canceled."""
+        read with the fields they need and selected by the study area; None when canceled.
+        With ``stored``, their geometries are kept on disk (``layers.read_source``)."""
         feedback.setProgressText(self.tr("Reading layers"))
         reference = read_source(
             reference_source, feedback, (0, 10),
             self._attributes_to_read(parameters, fields, self.REFERENCE_FIELDS,
                                      (self.FALSE_NEGATIVES,)),
-            self._geopackage(parameters, self.REFERENCE, context),
+            self._geopackage(parameters, self.REFERENCE, context), stored,
         )
         predicted = read_source(
             predicted_source, feedback, (10, 20),
             self._attributes_to_read(parameters, fields, self.PREDICTED_FIELDS,
                                      (self.TRUE_POSITIVES, self.FALSE_POSITIVES)),
-            self._geopackage(parameters, self.PREDICTED, context),
+            self._geopackage(parameters, self.PREDICTED, context), stored,
         ) if reference else None
         if predicted is None:
             return None
@@ -659,7 +664,8 @@ class _OutputWriter:
     def write_all(self, outputs, crs):
         """Write the requested layer outputs (an outputs.EvaluationOutputs) in ``crs``.
 
-        Returns {output name: destination id}, or None when canceled.
+        Returns {output name: destination id}, or None when canceled (then the files of
+        the outputs begun are removed: a canceled run leaves none that looks finished).
         """
         names = [name for name in LAYER_OUTPUTS if requested(self.parameters, name)]
         total = max(sum(outputs.row_count(name) for name in names), 1)
@@ -672,9 +678,10 @@ class _OutputWriter:
         destinations = {name: destination_path(self.parameters, name) for name in names}
         own_files = all(_plain_file(path) for path in destinations.values() if path)
         with ThreadPoolExecutor(1) as closer:
+            written_files = []
             for name in names:
                 if self.feedback.isCanceled():
-                    return None
+                    return _discarded(written_files, closer)
                 fields = outputs.fields(name)
                 # A new file of its own is synced to disk once, when complete (file_sync).
                 with unsynced_sqlite(own_files and bool(destinations[name])):
@@ -686,6 +693,8 @@ class _OutputWriter:
                     raise QgsProcessingException(
                         self.algorithm.invalidSinkError(self.parameters, name)
                     )
+                if own_files and destinations[name]:
+                    written_files.append(dest_id)
                 rows = outputs.rows(name)
                 for features in feature_batches(
                     rows.geometries, rows.own, rows.columns, rows.transform
@@ -697,7 +706,8 @@ class _OutputWriter:
                     written += len(features)
                     self.feedback.setProgress(start + (end - start) * written / total)
                     if self.feedback.isCanceled():
-                        return None
+                        del sink
+                        return _discarded(written_files, closer)
                 if own_files and destinations[name] and Path(dest_id).is_file():
                     last_reference = [sink]
                     del sink
@@ -722,6 +732,17 @@ class _OutputWriter:
         store_style_in_file(dest_id, qml, self.feedback)
 
 
+def _discarded(paths, closer) -> None:
+    """Remove the files of a canceled run's outputs (none looks finished): after the sinks
+    being closed on ``closer`` are closed. Returns None, what a canceled write returns."""
+    closer.submit(lambda: None).result()
+    for path in paths:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.remove(path + suffix)
+    return None
+
+
 def _plain_file(destination: str) -> bool:
     """Whether an output destination is a file path alone: no layer name, no data source
     URI."""
@@ -737,6 +758,35 @@ def _transform(predicted_source, reference_source, context):
     ):
         return None
     return QgsCoordinateTransform(source_crs, target_crs, context.transformContext())
+
+
+#: Above this many features (both layers together), a run reads the geometries to disk and
+#: evaluates in exact work units (core.evaluation.units), so that its memory does not grow
+#: with the layers' vertices: under it, one piece (no slower, and the layers fit).
+STORED_ABOVE_FEATURES = 250_000
+#: Environment variable that overrides the choice: 0 evaluates in one piece whatever the
+#: size; a positive number, in work units of that many rows, whatever the size.
+WORK_UNITS_ENV = "IOU_EVALUATION_WORK_UNITS"
+
+
+def work_unit_rows(n_features: int) -> int | None:
+    """Rows per work unit for a run on ``n_features`` features (None: one piece), from
+    ``WORK_UNITS_ENV`` or the size (``STORED_ABOVE_FEATURES``).
+
+    Raises QgsProcessingException when the variable is not a whole number >= 0.
+    """
+    value = os.environ.get(WORK_UNITS_ENV, "").strip()
+    if value:
+        try:
+            rows = int(value)
+        except ValueError:
+            rows = -1
+        if rows < 0:
+            raise QgsProcessingException(
+                f"{WORK_UNITS_ENV} must be 0 (one piece) or a number of rows per work unit, "
+                f"got {value!r}")
+        return rows or None
+    return UNIT_FEATURES if n_features > STORED_ABOVE_FEATURES else None
 
 
 @contextlib.contextmanager

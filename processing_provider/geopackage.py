@@ -67,7 +67,7 @@ def direct_location(value, layer) -> tuple[str, str] | None:
     return path, name
 
 
-def read_geopackage(location, fields, attribute_indices, is_canceled):
+def read_geopackage(location, fields, attribute_indices, is_canceled, store=None):
     """Geometries, feature ids and attributes of a GeoPackage layer, or None when it cannot be
     read directly after all (then read it with QGIS).
 
@@ -77,6 +77,8 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
         attribute_indices: indices of the fields to read; None reads all. Fields not read are
             None, as the QGIS reader leaves them NULL.
         is_canceled: callable() -> bool, asked between batches.
+        store: a ``StoredGeometries`` to write the geometries to, batch by batch (then it
+            is returned in their place), or None.
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
@@ -97,19 +99,22 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
     gdal.PushErrorHandler("CPLQuietErrorHandler")  # failures fall back to QGIS, silently
     try:
         read = _read_columns(gdal, ogr, location, [fields.at(i).name() for i in wanted],
-                             is_canceled)
+                             is_canceled, store)
     finally:
         gdal.PopErrorHandler()
     if read is None or read is CANCELED:
         return read
     ids, wkbs, values = read
     n = sum(len(part) for part in ids)
-    geometries = np.empty(n, dtype=object)
-    at, n_curved = 0, 0
-    for part in wkbs:
-        geometries[at:at + len(part)], curved = geometries_from_wkb(part)
-        at += len(part)
-        n_curved += curved
+    if store is not None:
+        geometries, n_curved = wkbs
+    else:
+        geometries = np.empty(n, dtype=object)
+        at, n_curved = 0, 0
+        for part in wkbs:
+            geometries[at:at + len(part)], curved = geometries_from_wkb(part)
+            at += len(part)
+            n_curved += curved
     columns = [itertools.repeat(None, n) for _ in range(fields.count())]
     for index, column in zip(wanted, values):
         columns[index] = column
@@ -118,9 +123,10 @@ def read_geopackage(location, fields, attribute_indices, is_canceled):
     return geometries, feature_ids, attributes, n_curved
 
 
-def _read_columns(gdal, ogr, location, names, is_canceled):
+def _read_columns(gdal, ogr, location, names, is_canceled, store=None):
     """(fid batches, WKB batches, one value list per name), None when the layer cannot be
-    read directly, or CANCELED."""
+    read directly, or CANCELED. With ``store``, the geometries are made and written to it
+    batch by batch, and (store, how many had arcs) comes in place of the WKB batches."""
     dataset = gdal.OpenEx(location[0], gdal.OF_VECTOR | gdal.OF_READONLY,
                           allowed_drivers=["GPKG"])
     layer = dataset.GetLayerByName(location[1]) if dataset is not None else None
@@ -149,17 +155,23 @@ def _read_columns(gdal, ogr, location, names, is_canceled):
     if stream is None:
         return None
     ids, wkbs, values = [], [], [[] for _ in names]
+    n_curved = 0
     for batch in stream:
         if is_canceled():
             return CANCELED
         ids.append(np.asarray(batch[fid_column], dtype=np.int64))
-        wkbs.append(_filled(batch[geometry_column]))
+        if store is not None:
+            geometries, curved = geometries_from_wkb(_filled(batch[geometry_column]))
+            store.append(geometries)
+            n_curved += curved
+        else:
+            wkbs.append(_filled(batch[geometry_column]))
         for column, name in zip(values, names):
             column += _plain_values(batch[name])
     # A stream that stopped on an error ends early: then the counts differ.
     if sum(len(part) for part in ids) != layer.GetFeatureCount(force=1):
         return None
-    return ids, wkbs, values
+    return ids, (store, n_curved) if store is not None else wkbs, values
 
 
 def _filled(geometry_column) -> np.ndarray:

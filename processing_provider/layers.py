@@ -20,6 +20,7 @@ from qgis.core import (
     QgsProcessingFeedback,
 )
 
+from ..core.geometry.stored import StoredGeometries, num_coordinates_of, wkb_of
 from .compat import SKIP_GEOMETRY_CHECKS, WKT2_2019
 from .geopackage import CANCELED, read_geopackage
 from .wkb import geometries_from_wkb
@@ -30,7 +31,8 @@ class SourceFeatures:
     """Everything evaluation and output need from one feature source, read in one pass.
 
     Attributes:
-        geometries: object array (n,) of shapely geometries or None (null or unreadable).
+        geometries: object array (n,) of shapely geometries or None (null or unreadable), or
+            the same on disk (``StoredGeometries``, read with ``stored``).
         feature_ids: int64 array (n,) of QGIS feature ids.
         attributes: list (n) of attribute lists, in the source's field order.
         crs_wkt: the source CRS as WKT, or None when it has none (or only an undefined one).
@@ -38,7 +40,7 @@ class SourceFeatures:
             (``wkb.geometries_from_wkb``).
     """
 
-    geometries: np.ndarray
+    geometries: np.ndarray | StoredGeometries
     feature_ids: np.ndarray
     attributes: list
     crs_wkt: str | None
@@ -79,6 +81,7 @@ def read_source(
     progress_range=(0.0, 100.0),
     attribute_indices=None,
     geopackage=None,
+    stored: bool = False,
 ):
     """Read every feature of a QgsProcessingFeatureSource (selection already honoured).
 
@@ -91,13 +94,15 @@ def read_source(
             fetched are NULL in ``attributes``, which keeps the source's field order.
         geopackage: (path, layer name) when the source is a whole GeoPackage layer that
             GDAL can read directly (``geopackage.direct_location``); the same rows, faster.
+        stored: keep the geometries on disk (``core.geometry.StoredGeometries``), made and
+            written batch by batch, for layers too large to hold.
 
     Returns a SourceFeatures, or None if the user canceled.
     """
     crs_wkt = layer_crs_definition(source.sourceCrs())
     if geopackage is not None:
         read = read_geopackage(geopackage, source.fields(), attribute_indices,
-                               feedback.isCanceled)
+                               feedback.isCanceled, StoredGeometries() if stored else None)
         if read is CANCELED:
             return None
         if read is not None:
@@ -111,26 +116,23 @@ def read_source(
     start, end = progress_range
     wkbs, ids, attributes = [], [], []
     add_wkb, add_id, add_attributes = wkbs.append, ids.append, attributes.append
+    batches = _GeometryBatches(StoredGeometries() if stored else None)
     next_check = time.monotonic() + CHECK_INTERVAL_S
     for k, feature in enumerate(source.getFeatures(request, SKIP_GEOMETRY_CHECKS)):
         # A null geometry gives empty WKB, which from_wkb turns into None.
         add_wkb(feature.geometry().asWkb().data())
         add_id(feature.id())
         add_attributes(feature.attributes())
+        if len(wkbs) == FROM_WKB_CHUNK:
+            batches.add(wkbs)
+            wkbs.clear()
         if time.monotonic() >= next_check:
             if feedback.isCanceled():
                 return None
             feedback.setProgress(start + (end - start) * k / total)
             next_check = time.monotonic() + CHECK_INTERVAL_S
-    wkbs = np.array(wkbs, dtype=object).reshape(-1)
-    geometries = np.empty(len(wkbs), dtype=object)
-    n_curved = 0
-    for chunk in range(0, len(wkbs), FROM_WKB_CHUNK):
-        if feedback.isCanceled():
-            return None
-        part = slice(chunk, chunk + FROM_WKB_CHUNK)
-        geometries[part], curved = geometries_from_wkb(wkbs[part])
-        n_curved += curved
+    batches.add(wkbs)
+    geometries, n_curved = batches.geometries()
     feedback.setProgress(end)
     return SourceFeatures(
         geometries=geometries,
@@ -139,6 +141,29 @@ def read_source(
         crs_wkt=crs_wkt,
         n_curved=n_curved,
     )
+
+
+class _GeometryBatches:
+    """Geometries made from WKB batch by batch, into an array or a store."""
+
+    def __init__(self, store=None):
+        self.store, self.parts, self.n_curved = store, [], 0
+
+    def add(self, wkbs) -> None:
+        if not len(wkbs):
+            return
+        geometries, curved = geometries_from_wkb(np.array(wkbs, dtype=object).reshape(-1))
+        self.n_curved += curved
+        if self.store is not None:
+            self.store.append(geometries)
+        else:
+            self.parts.append(geometries)
+
+    def geometries(self):
+        """(object array or StoredGeometries, how many had arcs)."""
+        if self.store is not None:
+            return self.store, self.n_curved
+        return np.concatenate(self.parts + [np.zeros(0, dtype=object)]), self.n_curved
 
 
 def to_qgis_value(value):
@@ -182,21 +207,27 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
     (whose fields are the own fields, then one per column).
 
     Args:
-        geometries: object array (n,) of shapely polygonal geometries, made multi-part on the
-            way; None for a table without geometry.
+        geometries: object array (n,) of shapely polygonal geometries, or the same on disk
+            (``StoredGeometries``), made multi-part on the way; None for a table without
+            geometry.
         own_attributes: list (n,) of attribute lists (an input feature's own values, in
             field order), or None when the rows have none.
-        columns: list of columns, each a list (n,) of plain values (see qgis_values).
+        columns: list of columns, each a list (n,) of plain values, or an array (n,) made
+            plain values batch by batch (``qgis_values``: a layer's columns are never all
+            Python objects at once).
         transform: QgsCoordinateTransform applied to every geometry, or None; a geometry
             it cannot transform is written as a null geometry.
 
     Yields lists of at most WRITE_BATCH_ROWS features (WRITE_BATCH_VERTICES vertices).
     """
     n = len(geometries) if geometries is not None else len(columns[0]) if columns else 0
-    values = zip(*columns) if columns else itertools.repeat(())
     for start, stop in _batch_bounds(n, geometries):
         # WKB made per batch: one vectorised call, and no copy of a whole layer at once.
-        wkbs = shapely.to_wkb(geometries[start:stop]).tolist() if geometries is not None else None
+        wkbs = wkb_of(geometries, slice(start, stop)) if geometries is not None else None
+        values = zip(*(
+            column[start:stop] if isinstance(column, list) else qgis_values(column[start:stop])
+            for column in columns
+        )) if columns else itertools.repeat(())
         features = []
         for k, extra in zip(range(start, stop), values):
             # Without fields: sinks write attributes by position, and copying the fields
@@ -214,7 +245,7 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
 def _batch_bounds(n, geometries):
     """(start, stop) of consecutive batches of rows (see WRITE_BATCH_ROWS)."""
     ends = (
-        np.cumsum(shapely.get_num_coordinates(geometries)) if geometries is not None
+        np.cumsum(num_coordinates_of(geometries)) if geometries is not None
         else np.zeros(n)
     )
     start = 0

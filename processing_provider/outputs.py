@@ -11,6 +11,7 @@ import numpy as np
 from qgis.core import QgsCoordinateTransform, QgsField, QgsFields, QgsProcessingUtils
 
 from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, MULTI_POLYGON, NO_GEOMETRY
+from ..core.geometry.stored import rows_of
 from .layers import qgis_values
 
 TRUE_POSITIVES = "TRUE_POSITIVES"
@@ -33,9 +34,11 @@ class OutputRows:
 
     Attributes:
         geometries: object array (n,) of the evaluated (repaired, 2D) shapely geometries in
-            their input layer's CRS; None for the per-field table.
+            their input layer's CRS, or the same on disk (``StoredGeometries``); None for the
+            per-field table.
         own: list (n,) of the input features' attribute lists; None for the per-field table.
-        columns: the evaluation's columns, lists (n,) of plain values, one per extra field.
+        columns: the evaluation's columns, one per extra field: lists (n,) of plain values,
+            or arrays (n,) (``layers.feature_batches`` makes them plain batch by batch).
         transform: to the reference layer's CRS, for predicted geometries in another CRS.
     """
 
@@ -142,11 +145,11 @@ class EvaluationOutputs:
             return OutputRows(None, None, columns)
         if name == FALSE_NEGATIVES:
             return OutputRows(
-                evaluation.reference.source[k],
+                rows_of(evaluation.reference.source, k),
                 _own(self.reference, evaluation.reference, k),
                 [
-                    qgis_values(np.asarray(per_ref["best_iou"])[k]),
-                    qgis_values(np.asarray(per_ref["area_m2"])[k]),
+                    np.asarray(per_ref["best_iou"])[k],
+                    np.asarray(per_ref["area_m2"])[k],
                     *self._prediction_columns(np.asarray(per_ref["max_overlap_pred_index"])[k]),
                 ],
             )
@@ -157,10 +160,10 @@ class EvaluationOutputs:
         else:
             keys = ("best_iou", "area_m2", "overlaps_reference")
             columns = []
-        columns += [qgis_values(np.asarray(per_pred[key])[k]) for key in keys]
+        columns += [np.asarray(per_pred[key])[k] for key in keys]
         columns += self._prediction_columns(evaluation.predicted.keep[k])
         return OutputRows(
-            evaluation.predicted.source[k],
+            rows_of(evaluation.predicted.source, k),
             _own(self.predicted, evaluation.predicted, k),
             columns,
             self.transform,
@@ -179,7 +182,7 @@ class EvaluationOutputs:
                     columns.append((key[: -len("_index")] + "_id", None,
                                     self._predicted_ids(values, self.pred_ids)))
             else:
-                columns.append((key, _variant_type(values), qgis_values(values)))
+                columns.append((key, _variant_type(values), _column(values)))
         return columns
 
     def _predicted_ids(self, input_positions, ids=None) -> list:
@@ -203,6 +206,15 @@ class EvaluationOutputs:
         if self.pred_ids is not None:
             columns.append(self._predicted_ids(input_positions, self.pred_ids))
         return columns
+
+
+def _column(values):
+    """A per-reference column for ``layers.feature_batches``: a numeric array as it is (made
+    plain values batch by batch, so that a million rows are never all Python objects at
+    once), anything else as plain values."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return values
+    return qgis_values(values)
 
 
 def _own(features, layer, k) -> list:

@@ -94,7 +94,8 @@ SPATIAL_MATCH = {
     "ID_FIELD": "Copied to the scored rows as row_id. Default: the feature id.",
     "IOU_THRESHOLD": "A row passes when its best IoU = |A ∩ E| / |A ∪ E| is at least this "
     "(relative tolerance 1e-9). Default 0.5.",
-    "GROUP_FIELD": "A column (model, prompt, class): the summary is repeated per value.",
+    "GROUP_FIELD": "A column (model, prompt, class): the summary is repeated per value. A "
+    "row whose value is NULL counts in the totals and in no group.",
     "OUTPUT": "One row per answer: best IoU, Dice, GIoU, pass, centre and point hits, and the "
     "parse status of the answer and of the expected geometry.",
 }

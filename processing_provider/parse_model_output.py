@@ -3,6 +3,8 @@ an adapter over core.text.model_text.answer_tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from qgis.core import (
     QgsCoordinateReferenceSystem,
@@ -13,7 +15,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterField,
-    QgsProcessingParameterRasterLayer,
 )
 
 from ..core.text.model_text import FAILURE_COLUMNS, RECORD_COLUMNS, answer_tables
@@ -21,6 +22,7 @@ from ..core.classmaps.rasters import inputs_left_untouched
 from ..core.util.wording import count_of
 from . import parameter_help
 from .base import IoUEvaluationAlgorithm
+from .raster_inputs import RasterFileParameter, file_source
 from .compat import (
     ADVANCED,
     FIELD_INT,
@@ -123,7 +125,7 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
             self.CRS, self.tr("CRS of map coordinates"), optional=True))
         for parameter in image_size_parameters(self.INPUT):
             self.addParameter(parameter)
-        self.addParameter(QgsProcessingParameterRasterLayer(
+        self.addParameter(RasterFileParameter(
             self.RASTER, self.tr("Georeferenced image (pixels → map)"), optional=True))
         obb = QgsProcessingParameterBoolean(
             self.OBB_TO_HBB, self.tr("Replace oriented boxes by their envelopes (OBB → HBB)"),
@@ -195,13 +197,18 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
         return results
 
     def _raster(self, parameters, context):
-        """(RASTER layer, its GDAL geotransform, (width, height), CRS), all None without one."""
+        """(RASTER's name, its GDAL geotransform, (width, height), CRS), all None without
+        one. A raster file is read by GDAL, not loaded as a QGIS layer (raster_inputs:
+        inputs are never modified)."""
+        source = file_source(parameters.get(self.RASTER), context)
+        if source is not None:
+            return _file_raster(source)
         with inputs_left_untouched():  # QGIS's raster statistics: no .aux.xml beside it
             raster = self.parameterAsRasterLayer(parameters, self.RASTER, context)
         if raster is None:
             return None, None, None, None
         geotransform, raster_size = raster_geotransform(raster)
-        return raster, geotransform, raster_size, _raster_crs(raster)
+        return raster.name(), geotransform, raster_size, _raster_crs(raster)
 
     def _write(self, parameters, context, name, table, kind, keys, id_field, crs):
         fields = [id_field] + [(key, FIELD_INT if key == "index" else FIELD_STRING)
@@ -215,13 +222,14 @@ class ParseModelOutputAlgorithm(IoUEvaluationAlgorithm):
 
 def _image_sizes(feedback, raster, raster_crs, geotransform, raster_size, widths, heights):
     """Each row's image width and height: the fields' values, the RASTER's size where a row
-    has none; warnings when the raster has no georeferencing or no CRS (``raster_crs``)."""
+    has none; warnings when the raster (its name, ``raster``) has no georeferencing or no
+    CRS (``raster_crs``)."""
     if raster is not None and geotransform is None:
         feedback.pushWarning(
-            f"RASTER {raster.name()} is not georeferenced (no geotransform): its size is "
+            f"RASTER {raster} is not georeferenced (no geotransform): its size is "
             f"the image size of rows without one; coordinates stay in pixels")
     if raster is not None and not raster_crs.isValid():
-        feedback.pushWarning(f"RASTER {raster.name()} has no CRS: the outputs carry none")
+        feedback.pushWarning(f"RASTER {raster} has no CRS: the outputs carry none")
     if raster_size is not None:
         widths = [raster_size[0] if _blank(w) else w for w in widths]
         heights = [raster_size[1] if _blank(h) else h for h in heights]
@@ -248,6 +256,27 @@ def _log_counts(feedback, counts) -> None:
 def _blank(value) -> bool:
     """A missing size cell: NULL, or empty text (a CSV read without column types)."""
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _file_raster(source: str):
+    """(name, GDAL geotransform or None, (width, height), CRS) of the raster file ``source``,
+    read by GDAL read-only (an .aux.xml beside it is read: a PNG's georeferencing; nothing is
+    computed, so nothing is written); the name is the file's as QGIS names a layer it loads
+    (its base name). Raises QgsProcessingException when GDAL cannot open it."""
+    from osgeo import gdal
+
+    try:
+        dataset = gdal.OpenEx(source, gdal.OF_RASTER | gdal.OF_READONLY)
+    except RuntimeError as exc:
+        raise QgsProcessingException(f"RASTER: GDAL cannot open {source}: {exc}") from None
+    if dataset is None:
+        raise QgsProcessingException(f"RASTER: GDAL cannot open {source}")
+    geotransform = dataset.GetGeoTransform(can_return_null=True)
+    wkt = dataset.GetProjection()
+    name = Path(source.split("|")[0]).name.split(".")[0]
+    return (name, tuple(geotransform) if geotransform is not None else None,
+            (dataset.RasterXSize, dataset.RasterYSize),
+            QgsCoordinateReferenceSystem.fromWkt(wkt) if wkt else QgsCoordinateReferenceSystem())
 
 
 def _raster_crs(raster) -> QgsCoordinateReferenceSystem:

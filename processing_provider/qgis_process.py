@@ -12,6 +12,11 @@
   file (PAM is decided once per dataset, when GDAL first reads its metadata), and the
   algorithm's own reads see any ``.aux.xml`` that was there (a raster attribute table, say).
 
+PAM does not cover a ``.vrt``: GDAL's VRT driver writes changed metadata into the .vrt itself.
+So the provider's raster parameters do not let qgis_process load a raster file as a layer at
+all (raster_inputs.RasterFileParameter); the PAM switch above still covers what it loads
+otherwise.
+
 Nothing changes for other commands (``help``, ``list``, another provider's algorithm) or
 outside qgis_process.
 """

@@ -10,7 +10,6 @@ from qgis.core import (
     QgsProcessingParameterBand,
     QgsProcessingParameterFile,
     QgsProcessingParameterRasterDestination,
-    QgsProcessingParameterRasterLayer,
     QgsProcessingParameterString,
     QgsRasterLayer,
 )
@@ -27,6 +26,7 @@ from ..core.classmaps.rasters import (
 from . import parameter_help
 from .class_maps import ClassMapAlgorithm
 from .parameters import add_missing_help, requested
+from .raster_inputs import RasterFileParameter, file_source, paletted_layer
 from .styles import STYLE_DIR, StylePostProcessor
 
 HELP = """
@@ -95,7 +95,7 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             (self.PREDICTED, self.PREDICTED_BAND, "Predicted class raster"),
             (self.REFERENCE, self.REFERENCE_BAND, "Reference class raster"),
         ):
-            self.addParameter(QgsProcessingParameterRasterLayer(layer, self.tr(label)))
+            self.addParameter(RasterFileParameter(layer, self.tr(label)))
             self.addParameter(QgsProcessingParameterBand(
                 band, self.tr("{layer}: band").format(layer=self.tr(label)), defaultValue=1,
                 parentLayerParameterName=layer,
@@ -156,8 +156,15 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
             raise ValueError(f"CLASS_NAMES: cannot read {path}: {exc}") from None
 
     def _band(self, parameters, context, name, band_name):
-        # Inputs are never modified: loading a raster layer makes QGIS compute band
-        # statistics, which GDAL would otherwise save as <raster>.aux.xml beside the input.
+        """(RasterBand, the QGIS layer or None): a raster file is read by GDAL and loaded
+        as a layer only when paletted (raster_inputs: inputs are never modified)."""
+        band = self.parameterAsInt(parameters, band_name, context) or 1
+        source = file_source(parameters.get(name), context)
+        if source is not None:
+            return open_band(source, band, name), paletted_layer(source)
+        # A layer loaded already, or a model's value: QGIS resolves it. Loading a raster
+        # layer makes QGIS compute band statistics, which GDAL would otherwise save as
+        # <raster>.aux.xml beside the input.
         with inputs_left_untouched():
             layer = self.parameterAsRasterLayer(parameters, name, context)
         if layer is None:
@@ -165,7 +172,6 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         if layer.providerType() != "gdal":
             raise ValueError(f"{name}: a raster GDAL can read is needed, got a "
                              f"{layer.providerType()} layer")
-        band = self.parameterAsInt(parameters, band_name, context) or 1
         return open_band(layer.source(), band, name), layer
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
@@ -224,9 +230,9 @@ class RasterIoUAlgorithm(ClassMapAlgorithm):
         return results
 
 
-def _renderer_names(layer: QgsRasterLayer):
-    """(value, label) of a paletted renderer's classes, or None."""
-    renderer = layer.renderer()
+def _renderer_names(layer: QgsRasterLayer | None):
+    """(value, label) of a paletted renderer's classes, or None (also without a layer)."""
+    renderer = layer.renderer() if layer is not None else None
     if not isinstance(renderer, QgsPalettedRasterRenderer):
         return None
     rows = []

@@ -25,6 +25,7 @@ from .compat import QGIS_VERSION, STATIC_PROPERTY
 from .metadata import plugin_version
 from .parameters import requested
 from .qgis_process import in_qgis_process
+from .raster_inputs import file_source
 
 
 def input_description(algorithm, parameters, name, context, feature_count=None) -> dict:
@@ -126,7 +127,10 @@ def plain_parameters(algorithm, parameters, context) -> dict:
             continue
         kind = definition.type()
         given = {**parameters, name: value}
-        if isinstance(value, QgsProcessingFeatureSourceDefinition) or (
+        if kind == "raster" and file_source(value, context) is not None:
+            # a raster file is not loaded as a layer (raster_inputs: inputs never touched)
+            value = absolute_source(value)
+        elif isinstance(value, QgsProcessingFeatureSourceDefinition) or (
             isinstance(value, str) and kind in ("source", "vector", "raster", "layer")
         ):
             layer = algorithm.parameterAsLayer(given, name, context)

@@ -7,7 +7,13 @@ import dataclasses
 
 from qgis.core import QgsProcessingParameterEnum, QgsProcessingParameterFeatureSource
 
-from ..core.pairs.study_area import STUDY_AREA_RULES, select_in_study_area, study_area_footprint
+from ..core.geometry.stored import StoredGeometries
+from ..core.pairs.study_area import (
+    STUDY_AREA_RULES,
+    select_in_study_area,
+    select_stored_in_study_area,
+    study_area_footprint,
+)
 from ..core.util.wording import count_of
 from .compat import VECTOR_POLYGON
 from .layers import read_source
@@ -83,10 +89,10 @@ def apply_study_area(algorithm, parameters, context, feedback, predicted, refere
     metrics = {"study_area_rule": rule}
     selected = []
     for name, layer in (("predicted", predicted), ("reference", reference)):
+        select = (select_stored_in_study_area if isinstance(layer.geometries, StoredGeometries)
+                  else select_in_study_area)
         try:
-            selection = select_in_study_area(
-                layer.geometries, layer.crs_wkt, area, area_crs, rule
-            )
+            selection = select(layer.geometries, layer.crs_wkt, area, area_crs, rule)
         except ValueError as exc:
             raise ValueError(f"{STUDY_AREA}: {exc}") from None
         keep = selection.keep.tolist()

@@ -172,3 +172,24 @@ def test_a_row_in_another_frame_adds_its_expected_area_to_the_cumulative_union()
                            ["[0, 0, 10, 10]", "[10, 10, 20, 20]"])
     assert "different frames" in result.rows["reason"][1]
     assert result.metrics["cumulative_iou"] == pytest.approx(0.5)
+
+
+def test_a_row_without_a_group_is_null_and_in_no_group():
+    # Two rows of group "a" (IoU 1 and 0.5), two with a NULL group (None, NaN; IoU 1 and 0):
+    # those two count in the totals (4 rows scored, 3 pass at 0.5) and in no group, as a
+    # field without a stratum in evaluate; without a group field every row's group is NULL,
+    # never the text "(null)".
+    from iou_evaluation.core.reports.spatial_match import build_report
+
+    answers = ["[0, 0, 10, 10]"] * 4
+    expected = ["[0, 0, 10, 10]", "[0, 0, 10, 20]", "[0, 0, 10, 10]", "[50, 50, 60, 60]"]
+    result = spatial_match(answers, expected, groups=["a", "a", None, float("nan")])
+    assert result.rows["group"] == ["a", "a", None, None]
+    assert list(result.per_group) == ["a"]
+    assert result.per_group["a"]["count_scored"] == 2
+    assert result.metrics["count_scored"] == 4 and result.metrics["count_pass"] == 3
+    report = build_report(result, {}, {})
+    assert "2 rows without a group (NULL group field): counted in the totals, " \
+           "in no group" in report["warnings"]
+    assert [row["group"] for row in report["failed_rows"]] == [None]
+    assert spatial_match(answers, expected).rows["group"] == [None] * 4

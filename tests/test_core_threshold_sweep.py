@@ -269,3 +269,21 @@ def test_tolerances_in_one_pass_equal_one_run_each(crs, origin, scale):
         np.testing.assert_allclose(perimeter_ref, pr, rtol=1e-12)
         np.testing.assert_allclose(perimeter_pred, pp, rtol=1e-12)
     assert np.all(np.diff(within_ref.sum(axis=1)) >= 0)  # grows with the tolerance
+
+
+def test_f1_is_written_as_the_decimal_the_counts_give():
+    # 86 exact matches, 14 predictions far from any reference, 14 references never predicted:
+    # precision = recall = 86 / 100 and F1 = 2·86 / (2·86 + 14 + 14) = 172 / 200 = 0.86
+    # exactly, where the harmonic mean of the floats 0.86 and 0.86 is 0.8599999999999999.
+    assert 2 * 0.86 * 0.86 / (0.86 + 0.86) != 0.86
+    reference = [box(20 * k, 0, 20 * k + 10, 10) for k in range(100)]
+    predicted = reference[:86] + [box(20 * k, 100, 20 * k + 10, 110) for k in range(14)]
+    metrics = evaluate(predicted, reference).metrics
+    assert (metrics["count_tp"], metrics["count_fp"], metrics["count_fn"]) == (86, 14, 14)
+    assert repr(metrics["f1"]) == "0.86"
+    sweep = metrics["threshold_sweep"]
+    assert [repr(f) for f in sweep["f1"]] == ["0.86"] * 19
+    # the thresholds themselves are the decimals they name: 0.05, 0.1, ..., 0.95
+    assert [repr(t) for t in sweep["iou_threshold"]] == [
+        repr(k / 100) for k in range(5, 100, 5)]
+    assert ", ".join(repr(t) for t in sweep["iou_threshold"][:3]) == "0.05, 0.1, 0.15"

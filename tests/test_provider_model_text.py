@@ -1,5 +1,7 @@
 """ioueval:parsemodeloutput and ioueval:spatialmatch through processing.run."""
 
+import csv
+import io
 import json
 
 import numpy as np
@@ -285,3 +287,21 @@ def test_a_long_answer_writes_a_geopackage_of_its_own_size(ioueval_provider, tmp
     })
     assert result["COUNT_POLYGONS"] == 14_000
     assert out.stat().st_size < 40 * len(text)
+
+
+def test_spatialmatch_writes_a_missing_group_as_null(ioueval_provider, tmp_path):
+    # Without GROUP_FIELD, and with a NULL group value: the group column is NULL (an empty
+    # CSV cell), as other algorithms write a missing value, not the text "(null)".
+    layer = table([(1, "[0, 0, 10, 10]", "[0, 0, 10, 10]", None, None, None),
+                   (2, "[0, 0, 10, 10]", "[0, 0, 10, 20]", None, None, "m1")])
+    for extra in ({}, {"GROUP_FIELD": "model"}):
+        out = tmp_path / f"rows{len(extra)}.csv"
+        html = tmp_path / f"report{len(extra)}.html"
+        run("ioueval:spatialmatch", {
+            "INPUT": layer, "ANSWER_FIELD": "answer", "EXPECTED_FIELD": "expected",
+            "ID_FIELD": "id", "COORDINATE_FORMAT": 1, "OUTPUT": str(out),
+            "REPORT_HTML": str(html), **extra})
+        text = out.read_text(encoding="utf-8")
+        assert "(null)" not in text and "(null)" not in html.read_text(encoding="utf-8")
+        groups = [row["group"] for row in csv.DictReader(io.StringIO(text))]
+        assert groups == (["", ""] if not extra else ["", "m1"])

@@ -183,3 +183,21 @@ def test_a_reference_with_arcs_is_evaluated_as_its_straight_segments(ioueval_pro
     assert (result["COUNT_TP"], result["COUNT_FP"], result["COUNT_FN"]) == (1, 0, 0)
     assert result["IOU_MEAN"] == pytest.approx(180 * 100**2 * math.sin(math.radians(1)) / 200**2,
                                                rel=1e-9)
+
+
+@pytest.mark.parametrize("units", ["0", "9"])
+def test_a_run_cancelled_while_writing_leaves_no_output_file(ioueval_provider, tmp_path,
+                                                             monkeypatch, units):
+    monkeypatch.setenv("IOU_EVALUATION_WORK_UNITS", units)  # one piece, or units on disk
+    algorithm = QgsApplication.processingRegistry().createAlgorithmById(ALGORITHM)
+    outputs = {name: str(tmp_path / f"{name.lower()}.gpkg")
+               for name in ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES", "PER_FIELD")}
+    parameters = {
+        **outputs,
+        "PREDICTED": f"{SAMPLE_GPKG}|layername=csb_2017_2024",
+        "REFERENCE": f"{SAMPLE_GPKG}|layername=csb_2016_2023",
+        "REPORT_JSON": str(tmp_path / "report.json"),
+    }
+    results, ok = algorithm.run(parameters, QgsProcessingContext(), CancelAt(80))
+    assert list(tmp_path.iterdir()) == []
+    assert "COUNT_TP" not in (results or {})

@@ -1,6 +1,8 @@
 """The HTML report of ioueval:evaluatepolygons, rendered through processing.run: it parses,
-every section and figure is there, every number shown is the JSON report's, and every key
-of the JSON report is defined."""
+every section and figure is there, every number shown is the JSON report's, every key
+of the JSON report is defined, and the page reads in two screens: the headline, alerts and
+the first two figures open, every other table, figure and the definitions in closed
+<details> sections whose summaries count what they hold."""
 
 import json
 import math
@@ -9,19 +11,79 @@ from html.parser import HTMLParser
 
 import pytest
 from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
-from iou_evaluation.core.reports.definitions import definition_keys
+from iou_evaluation.core.reports.definitions import DEFINITIONS, definition_keys
+from iou_evaluation.core.reports.evaluate import HEADLINE
 from iou_evaluation.core.reports.html import lookup, shown_values
+from markupsafe import escape
 from test_provider import run
 
 _VOID = {"meta", "img", "br", "hr", "link", "input", "col", "source", "wbr"}
 _OPTIONAL_END = {"li", "dt", "dd", "tr", "td", "th", "p"}
 
 SECTIONS = ["header", "compared", "headline", "alerts", "iou", "failures", "boundaries",
-            "reproduce", "provenance", "definitions"]
+            "appendix", "inputs", "reproduce", "provenance", "definitions"]
 FIGURES = ["fig-iou-histogram", "fig-threshold-sweep", "fig-worst-fields",
            "fig-boundary-distances"]
 FULL_FIGURES = FIGURES + ["fig-per_size_class", "fig-per_stratum", "fig-boundary-curve",
                           "fig-precision-recall"]
+#: The run with every optional section: strata, size classes, classes, groups, bootstrap,
+#: boundary tolerance and scores (average precision).
+EVERYTHING = {
+    "STRATA_FIELD": "CNTY", "SIZE_BINS": "auto", "BOOTSTRAP": 20, "BOUNDARY_TOLERANCE": 5.0,
+    "SCORE_FIELD": "CSBACRES", "PREDICTED_CLASS_FIELD": "CDL2023",
+    "REFERENCE_CLASS_FIELD": "CDL2023", "PREDICTED_GROUP_FIELD": "CNTY",
+    "REFERENCE_GROUP_FIELD": "CNTY",
+}
+#: Shown open, on the first screen or just below it (the rest is in closed <details>).
+OPEN_IDS = ["summary", "compared", "alerts", "fig-iou-histogram", "fig-threshold-sweep",
+            "table-outcomes", "table-ap"] + [f"card-{key}" for key, *_ in HEADLINE]
+#: Every other table and figure of the page, each in a closed <details>.
+FOLDED_TABLES = ["table-threshold-sweep", "table-segmentation", "table-per_size_class",
+                 "table-per_stratum", "table-per_class", "table-per_group", "table-worst",
+                 "table-distances", "table-tolerance", "table-boundary-curve",
+                 "table-ap-per-class"]
+FOLDED_FIGURES = ["fig-per_size_class", "fig-per_stratum", "fig-worst-fields",
+                  "fig-boundary-distances", "fig-boundary-curve", "fig-precision-recall"]
+
+
+class _Folds(HTMLParser):
+    """For each id: the id of the <details> it is in (None: outside any); each <details>'s
+    attributes and summary text; and the ids of the tables and figures of the page."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.details, self.summaries = {}, {}, {}
+        self.tables, self.figures = [], []
+        self._open, self._summary = [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.inside[attrs["id"]] = self._open[-1] if self._open else None
+            if tag == "table":
+                self.tables.append(attrs["id"])
+            if tag == "figure":
+                self.figures.append(attrs["id"])
+        if tag == "details":
+            self._open.append(attrs.get("id"))
+            self.details[attrs.get("id")] = attrs
+        if tag == "summary":
+            self._summary = self._open[-1]
+            self.summaries[self._summary] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._open.pop()
+        if tag == "summary":
+            self._summary = None
+
+    def handle_data(self, data):
+        if self._summary is not None:
+            self.summaries[self._summary] += data
+
+
+def _rows(n, word="row"):
+    return f"({n} {word}{'' if n == 1 else 's'}"
 
 
 class _StrictParser(HTMLParser):
@@ -180,3 +242,51 @@ def test_report_with_strata_sizes_bootstrap_tolerance_and_scores(ioueval_provide
     assert low <= metrics["f1"] <= high
     assert 'id="card-f1"' in html and "95 % CI" in html
     assert not math.isnan(metrics["precision_among_overlapping"])
+
+
+def test_the_page_reads_in_two_screens_and_keeps_every_table_figure_and_definition(
+        ioueval_provider):
+    report, html = _render(EVERYTHING)
+    _check_page(report, html, FULL_FIGURES)
+    metrics = report["metrics"]
+    folds = _Folds()
+    folds.feed(html)
+    # every collapsible is closed, has an id and a summary saying what it holds
+    assert len(folds.details) >= 15
+    assert None not in folds.details
+    assert [d for d, attrs in folds.details.items() if "open" in attrs] == []
+    assert all(len(text.split()) >= 2 for text in folds.summaries.values()), folds.summaries
+    assert set(folds.summaries) == set(folds.details)
+    # open: the headline, the alerts and the first figures; everything else folded
+    assert [i for i in OPEN_IDS if folds.inside.get(i, "absent") is not None] == []
+    assert [i for i in FOLDED_TABLES + FOLDED_FIGURES if folds.inside.get(i) is None] == []
+    assert sorted(folds.tables) == sorted(FOLDED_TABLES + ["table-outcomes", "table-ap"])
+    assert sorted(folds.figures) == sorted(FOLDED_FIGURES + OPEN_IDS[3:5])
+    # the headline numbers and every alert come before the first <details>
+    first = html.index("<details")
+    before = [path for path, _ in shown_values(html[:first])]
+    for key, *_ in HEADLINE:
+        assert ["metrics", key] in before, key
+    for key in ("precision", "recall", "f1", "iou_mean"):
+        assert ["metrics", "bootstrap", "ci", key, 0] in before, key
+    assert report["warnings"]
+    for warning in report["warnings"]:
+        assert escape(warning) in html[:first], warning
+    # every definition, in the closed appendix
+    assert [d.key for d in DEFINITIONS if folds.inside.get(f"def-{d.key}") != "definitions"] == []
+    assert html.count('<dt id="def-') == len(DEFINITIONS)
+    assert _rows(len(DEFINITIONS), "key") in folds.summaries["definitions"]
+    # the summaries count what they hold, as the JSON has it
+    for kind in ("per_size_class", "per_stratum", "per_class", "per_group"):
+        assert _rows(len(metrics[kind])) in folds.summaries[f"by-{kind}"], kind
+    assert _rows(len(metrics["threshold_sweep"]["iou_threshold"])) in \
+        folds.summaries["threshold-sweep-numbers"]
+    n_worst = len(report["worst_reference_fields"])
+    assert f"The {n_worst} worst reference fields (maps" in folds.summaries["worst-fields"]
+    assert _rows(len(metrics["average_precision"]["per_class"])) in \
+        folds.summaries["ap-per-class"]
+    assert _rows(len(report["reproduce"]["parameters"]), "parameter") in \
+        folds.summaries["reproduce"]
+    # printed, every <details> is printed open
+    print_css = re.search(r"@media print \{(.*?)\n  \}", html, re.S).group(1)
+    assert re.search(r"details::details-content \{[^}]*content-visibility: visible", print_css)

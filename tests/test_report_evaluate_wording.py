@@ -143,3 +143,49 @@ def test_a_field_of_many_vertices_is_drawn_simplified(ioueval_provider):
     report, html = _page({"PREDICTED": predicted, "REFERENCE": reference})
     assert report["metrics"]["count_tp"] == 1
     assert len(html.encode("utf-8")) < 1_000_000
+
+
+def _card(html: str, key: str) -> str:
+    """The text of headline card ``key`` (tags dropped, spaces collapsed)."""
+    import re
+
+    block = html.split(f'id="card-{key}">', 1)[1].split('<div class="card', 1)[0]
+    return " ".join(re.sub(r"<[^>]+>", " ", block.split("</div>\n  </div>")[0]).split())
+
+
+def test_a_rate_with_no_denominator_is_shown_as_na_with_its_reason():
+    # No prediction against two reference fields: TP = FP = 0, FN = 2. Mean IoU (no matched
+    # pair) and precision (no prediction) have no denominator: the JSON keeps agribound's
+    # 0, the page says n/a and why. Recall 0 / 2 and F1 2·0 / (0 + 0 + 2) are measured: 0.
+    import shapely
+    from iou_evaluation.core import evaluate
+    from iou_evaluation.core.reports.data import build_report
+    from iou_evaluation.core.reports.evaluate import render_evaluation_html, report_extras
+
+    result = evaluate([], [shapely.box(0, 0, 2, 1), shapely.box(5, 0, 7, 1)],
+                      equal_area_crs=None)
+    report = {**build_report(result, {}, {"plugin": "test"}), **report_extras(result)}
+    assert report["metrics"]["iou_mean"] == 0.0 and report["metrics"]["precision"] == 0.0
+    html = render_evaluation_html(report, result)
+    assert _card(html, "iou_mean").startswith(
+        "Mean IoU n/a no pair matched: there is no matched pair to average "
+        "(0 in the JSON by convention)")
+    assert _card(html, "precision").startswith(
+        "Precision n/a no prediction was evaluated (0 in the JSON by convention)")
+    assert "n/a" not in _card(html, "recall") and "0.0000" in _card(html, "recall")
+    assert "n/a" not in _card(html, "f1") and "0.0000" in _card(html, "f1")
+
+
+def test_both_layers_empty_every_rate_is_na():
+    # Nothing on either side: agribound's convention gives 1 to every rate; none is measured.
+    from iou_evaluation.core import evaluate
+    from iou_evaluation.core.reports.data import build_report
+    from iou_evaluation.core.reports.evaluate import render_evaluation_html, report_extras
+
+    result = evaluate([], [], equal_area_crs=None)
+    report = {**build_report(result, {}, {"plugin": "test"}), **report_extras(result)}
+    html = render_evaluation_html(report, result)
+    for key in ("precision", "recall", "f1", "iou_mean"):
+        card = _card(html, key)
+        assert " n/a " in f" {card} ", card
+        assert f"({report['metrics'][key]:g} in the JSON by convention)" in card, card

@@ -11,6 +11,7 @@ import pytest
 import shapely
 from iou_evaluation.core.reports import figures
 from iou_evaluation.core.reports.html import (
+    SHOWN_ALERTS,
     Alert,
     Definition,
     Section,
@@ -60,8 +61,8 @@ def test_skeleton_renders_header_alerts_sections_reproduce_and_definitions_in_or
     )
     collector = _Collector()
     collector.feed(html)
-    ids = ["header", "compared", "alerts", "first", "second", "reproduce", "provenance",
-           "definitions"]
+    ids = ["header", "compared", "alerts", "first", "second", "appendix", "inputs", "reproduce",
+           "provenance", "definitions"]
     assert set(ids) <= collector.ids
     assert [html.index(f'id="{i}"') for i in ids] == sorted(html.index(f'id="{i}"') for i in ids)
     assert "It &lt;worked&gt;." in html and "careful &amp; look" in html  # escaped
@@ -202,13 +203,44 @@ def test_definitions_are_a_collapsed_appendix_and_the_command_names_its_program(
     definitions = [Definition(f"key_{k}", f"meaning {k}", "a / b", "a paper") for k in range(40)]
     page = render_report(report, title="Demo", algorithm_id="ioueval:demo", sections=[],
                          definitions=definitions)
-    start = page.index('<details id="definitions-list">')
+    start = page.index('<details class="more" id="definitions">')
     end = page.index("</details>", start)
     # every definition inside the closed <details> (no "open" attribute), and none outside
     assert all(f'id="def-key_{k}"' in page[start:end] for k in range(40))
     assert page.count('<dt id="def-') == 40
     assert "40 keys" in page[start:end]
+    assert re.findall(r"<details[^>]*>", page) and \
+        not [tag for tag in re.findall(r"<details[^>]*>", page) if "open" in tag]
     assert "<script" not in page
     command = re.search(r'<pre id="qgis-process">(.*?)</pre>', page, re.S)[1]
     words = shlex.split(html.unescape(command).replace("\\\n", " "))
     assert words[:3] == ["/opt/QGIS 3/bin/qgis_process.bin", "run", "ioueval:demo"]
+
+
+def test_the_skeleton_folds_what_is_not_the_headline_and_counts_it_in_the_summaries():
+    report = _minimal_report()
+    report["inputs"]["predicted"] = {"source": "/data/p.gpkg", "layer_name": "p",
+                                     "crs": "EPSG:4326", "feature_count": 1}
+    alerts = [f"alert number {k}" for k in range(SHOWN_ALERTS + 3)]
+    page = render_report(report, title="Demo", algorithm_id="ioueval:demo", alerts=alerts,
+                         sections=[Section("first", "First", html="<p>one</p>", lead=True)],
+                         definitions=[Definition("f1", "harmonic mean")])
+    tags = re.findall(r"<details[^>]*>", page)
+    assert len(tags) == 5 and not [tag for tag in tags if "open" in tag]
+    first = page.index("<details")
+    # the inputs in one line before the headline, with the number of features of each
+    line = re.sub(r"<[^>]+>", "", page[page.index('id="compared"'):page.index('id="first"')])
+    assert "reference r (100 features, EPSG:4326); predicted p (1 feature, EPSG:4326)" in \
+        re.sub(r"\s+", " ", line)
+    # the first SHOWN_ALERTS alerts open, the 3 others in "3 more alerts"
+    assert all(f"alert number {k}<" in page[:first] for k in range(SHOWN_ALERTS))
+    more = page[first:page.index("</details>", first)]
+    assert 'id="alerts-more"' in more and "3 more alerts" in more
+    assert all(f"alert number {k}<" in more for k in range(SHOWN_ALERTS, SHOWN_ALERTS + 3))
+    # the appendix: inputs, reproduce (3 parameters), versions (2), definitions (1 key)
+    summaries = dict(re.findall(r'<details class="more" id="([^"]+)">\s*<summary>(.*?)</summary>',
+                                page, re.S))
+    text = {k: re.sub(r"<[^>]+>", "", v) for k, v in summaries.items()}
+    assert "(2 inputs)" in text["inputs"] and "(3 parameters)" in text["reproduce"]
+    assert "(2 versions)" in text["provenance"] and "(1 key)" in text["definitions"]
+    assert "/data/p.gpkg" in page[page.index('id="inputs"'):page.index('id="reproduce"')]

@@ -68,7 +68,7 @@ from ..matching.summary import (
     Q,
     QUANTITIES,
     RATE_KEYS,
-    f1_score,
+    f1_from_counts,
     metrics_from_sums,
     nan_median,
     ratio,
@@ -76,6 +76,7 @@ from ..matching.summary import (
 )
 from ..pairs.overlap import OverlapPairs, overlap_pairs, settle
 from ..geometry.prepare import PreparedLayer, geometry_array, prepare_layer
+from ..geometry.stored import StoredGeometries, take
 from ..util.progress import Progress
 from ..util.wording import count_of, plural
 from ..matching.threshold_sweep import SWEEP_THRESHOLDS, threshold_sweep
@@ -270,7 +271,7 @@ class Rows:
 
     Attributes:
         reference, predicted: object arrays of shapely geometries (None allowed), shapes
-            (n_ref,) and (n_pred,).
+            (n_ref,) and (n_pred,), or ``StoredGeometries`` (evaluated in work units).
         ignore: bool (n_ref,): ignore regions (``is_true`` of reference_ignore).
         strata: object (n_ref,) or None.
         reference_group, predicted_group: normalised labels (n_ref,), (n_pred,) or None.
@@ -294,7 +295,7 @@ class Rows:
             return None if values is None else values[rows]
 
         return Rows(
-            self.reference[reference_rows], self.predicted[predicted_rows],
+            take(self.reference, reference_rows), take(self.predicted, predicted_rows),
             self.ignore[reference_rows], pick(self.strata, reference_rows),
             pick(self.reference_group, reference_rows), pick(self.predicted_group, predicted_rows),
             pick(self.reference_class, reference_rows), pick(self.predicted_class, predicted_rows),
@@ -311,8 +312,10 @@ def check_rows(predicted, reference, *, strata=None, reference_ignore=None,
         ValueError: a per-row sequence of the wrong length, groups or classes given for one
             layer only. TypeError: a layer given as a single geometry or a non-sequence.
     """
-    reference = geometry_array(reference, "reference")
-    predicted = geometry_array(predicted, "predicted")
+    if not isinstance(reference, StoredGeometries):
+        reference = geometry_array(reference, "reference")
+    if not isinstance(predicted, StoredGeometries):
+        predicted = geometry_array(predicted, "predicted")
     n_ref, n_pred = len(reference), len(predicted)
     strata = _per_row(strata, n_ref, "strata")
     reference_ignore = _per_row(reference_ignore, n_ref, "reference_ignore")
@@ -682,7 +685,9 @@ def evaluate(
 
     Args:
         predicted: sequence of shapely geometries (None allowed), shape (n_pred,), in
-            ``predicted_crs``. Never modified.
+            ``predicted_crs``, or ``geometry.StoredGeometries`` for a layer too large to
+            hold (then the evaluation runs in work units, and the returned layers'
+            ``source`` geometries are ``StoredGeometries`` too). Never modified.
         reference: the same for the reference layer, shape (n_ref,), in ``reference_crs``.
         predicted_crs, reference_crs: anything ``pyproj.CRS.from_user_input`` accepts, or None
             for both to evaluate in planar (pixel) units.
@@ -717,12 +722,11 @@ def evaluate(
             a random sample of that many, said under ``boundary_by_tolerance.sample``).
         executor: evaluate in exact work units (``units``) on this executor: any object whose
             ``submit(fn, *args)`` returns a future (``concurrent.futures.Executor``, a
-            ``distributed.Client``; its workers must import this package). The same results
-            (see ``units`` for the boundary values' last bits); the returned layers then hold
-            no equal-area geometries.
+            ``distributed.Client``; its workers must import this package). The same results;
+            the returned layers then hold no equal-area geometries.
         work_unit_features: evaluate in work units of about this many rows (default
-            ``units.UNIT_FEATURES`` when ``executor`` is given; None and no executor: one
-            piece).
+            ``units.UNIT_FEATURES`` when ``executor`` is given or a layer is stored; None,
+            no executor and no stored layer: one piece).
 
     Returns:
         An Evaluation. Areas in m² (ha where the key says so) in ``equal_area_crs``.
@@ -750,7 +754,9 @@ def evaluate(
         predicted_classes=predicted_classes, reference_classes=reference_classes,
         predicted_scores=predicted_scores,
     )
-    if executor is not None or work_unit_features is not None:
+    stored = isinstance(rows.reference, StoredGeometries) or isinstance(
+        rows.predicted, StoredGeometries)
+    if executor is not None or work_unit_features is not None or stored:
         from .units import UNIT_FEATURES, evaluate_in_units  # units builds on these stages
 
         return evaluate_in_units(rows, options, progress, executor,
@@ -1035,7 +1041,7 @@ def _counts_by_label(ref_label, pred_label, tables: _Tables, *, by_match: bool) 
             "count_fn": fn,
             "precision": precision,
             "recall": recall,
-            "f1": float(f1_score(precision, recall)),
+            "f1": float(f1_from_counts(tp, fp, fn, precision, recall)),
             "iou_mean": float(ratio(np.nansum(r["iou"][in_ref & r["matched"]]), tp, 0.0)),
         }
     return out

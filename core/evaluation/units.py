@@ -75,6 +75,7 @@ from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
 from ..geometry.prepare import PreparedLayer, log_counts
 from ..geometry.prepare import logger as prepare_logger
+from ..geometry.stored import StoredGeometries, bounds_of
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
@@ -175,8 +176,8 @@ def check_unit_memory(rows: stages.Rows, unit: WorkUnit) -> None:
     Raises:
         InsufficientMemoryError: with the unit's row count and its three largest rows.
     """
-    ref_v = shapely.get_num_coordinates(rows.reference[unit.reference_rows])
-    pred_v = shapely.get_num_coordinates(rows.predicted[unit.predicted_rows])
+    ref_v = _vertices(rows.reference, unit.reference_rows)
+    pred_v = _vertices(rows.predicted, unit.predicted_rows)
 
     def what():
         largest = sorted(
@@ -188,6 +189,13 @@ def check_unit_memory(rows: stages.Rows, unit: WorkUnit) -> None:
                 + ", ".join(f"{name}, {v:,} vertices" for v, name in largest) + ")")
 
     check_memory("work unit", float(ref_v.sum() + pred_v.sum()) * _BYTES_PER_VERTEX, what)
+
+
+def _vertices(geometries, positions) -> np.ndarray:
+    """Vertex counts of some rows of an object array or a store."""
+    if isinstance(geometries, StoredGeometries):
+        return geometries.num_coordinates[positions]
+    return shapely.get_num_coordinates(geometries[positions])
 
 
 @dataclass(frozen=True)
@@ -298,9 +306,10 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     quiet = _Quiet()
     prepare_logger.addFilter(quiet)  # the counts are logged once, for the whole run
     try:
+        spill = _SourceSpill() if _stored(rows) else None
         results = _run_units(units, rows, options, curve, want_ap, progress.span(1, 75),
-                             executor)
-        return _conclude(units, results, rows, options, curve, progress, executor)
+                             executor, spill)
+        return _conclude(units, results, rows, options, curve, progress, executor, spill)
     finally:
         prepare_logger.removeFilter(quiet)
 
@@ -310,20 +319,22 @@ class _Quiet(logging.Filter):
 
     def filter(self, record) -> bool:
         return getattr(record, "whole_run", False) or not record.msg.startswith(
-            ("%d of %d %s rows are not evaluated", "%s %s and"))
+            ("%d of %s %s not evaluated", "%s %s and"))
 
 
-def _run_units(units, rows, options, curve, want_ap, advance, executor):
+def _run_units(units, rows, options, curve, want_ap, advance, executor, spill=None):
     """Evaluate every unit (in order, or on the executor: at most a few in flight), then
-    report progress per finished unit; the results are in unit order."""
+    report progress per finished unit; the results are in unit order. With ``spill``
+    (``_SourceSpill``) each result's source geometries go to disk as it is collected."""
     results = [None] * len(units)
     total = max(sum(u.n for u in units), 1)
     done = 0
+    keep = spill.keep if spill is not None else (lambda result: result)
     if executor is None:
         for k, unit in enumerate(units):
-            results[k] = dataclasses.replace(evaluate_unit(
+            results[k] = keep(dataclasses.replace(evaluate_unit(
                 rows.subset(unit.reference_rows, unit.predicted_rows), options, curve, want_ap
-            ), unit=unit)
+            ), unit=unit))
             done += unit.n
             advance(done / total)
         return results
@@ -340,8 +351,8 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor):
                 continue
             while futures and (len(futures) >= IN_FLIGHT or k + 1 == len(units)):
                 first = min(futures)
-                results[first] = dataclasses.replace(futures.pop(first).result(),
-                                                      unit=units[first])
+                results[first] = keep(dataclasses.replace(futures.pop(first).result(),
+                                                           unit=units[first]))
                 done += units[first].n
                 advance(done / total)
     finally:
@@ -350,14 +361,36 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor):
     return results
 
 
-def _conclude(units, results, rows, options, curve_wanted, progress, executor):
+def _stored(rows: stages.Rows) -> bool:
+    return isinstance(rows.reference, StoredGeometries) or isinstance(
+        rows.predicted, StoredGeometries)
+
+
+class _SourceSpill:
+    """The units' repaired source geometries (of reference fields, ignore regions and
+    predictions), written to disk as units are collected, for a run on stored layers: the
+    evaluation's layers then read them from there (``StoredGeometries`` views)."""
+
+    def __init__(self):
+        self.stores = (StoredGeometries(), StoredGeometries(), StoredGeometries())
+
+    def keep(self, result: UnitResult) -> UnitResult:
+        for store, layer in zip(self.stores, result.layers):
+            store.append(layer.source)
+        return dataclasses.replace(result, layers=tuple(
+            dataclasses.replace(layer, source=None) for layer in result.layers))
+
+
+def _conclude(units, results, rows, options, curve_wanted, progress, executor, spill=None):
     """Reassemble the units' arrays in one-piece order and run the global stages."""
+    stores = spill.stores if spill is not None else (None, None, None)
     ref, ref_pos = _assemble_layer(results, 0, rows, "reference", lambda u: u.reference_rows,
-                                   np.flatnonzero(~rows.ignore))
+                                   np.flatnonzero(~rows.ignore), stores[0])
     ignore, ignore_pos = _assemble_layer(results, 1, rows, "reference",
-                                         lambda u: u.reference_rows, np.flatnonzero(rows.ignore))
+                                         lambda u: u.reference_rows, np.flatnonzero(rows.ignore),
+                                         stores[1])
     pred, pred_pos = _assemble_layer(results, 2, rows, "predicted", lambda u: u.predicted_rows,
-                                     np.arange(len(rows.predicted)))
+                                     np.arange(len(rows.predicted)), stores[2])
     layers = stages.Layers(ref, ignore, pred, None)
     for layer in (ref, ignore, pred):
         log_counts(layer, extra={"whole_run": True})
@@ -412,12 +445,13 @@ def _compact(layer: PreparedLayer) -> PreparedLayer:
     return dataclasses.replace(layer, geometries=None, lonlat=None)
 
 
-def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
+def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, stored=None):
     """One prepared layer of the whole run from the units' (``which``: 0 reference, 1 ignore
     regions, 2 predicted), and per unit the global position of each of its local positions.
 
     ``unit_rows(unit)``: the unit's input rows of this layer's input; ``layer_rows``: input
-    positions of every row this layer was prepared from, increasing."""
+    positions of every row this layer was prepared from, increasing; ``stored``: the units'
+    source geometries in unit order, when they were spilled (``_SourceSpill``)."""
     keeps, areas, sources, positions = [], [], [], []
     drop_reason = np.full(len(layer_rows), "", dtype=object)
     n_repaired = 0
@@ -440,7 +474,10 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows):
         positions.append(rank[start:start + len(k)])
         start += len(k)
     area = np.concatenate(areas + [np.zeros(0)])[order]
-    source = np.concatenate(sources + [np.zeros(0, dtype=object)])[order]
+    if stored is not None:
+        source = stored.view(order)
+    else:
+        source = np.concatenate(sources + [np.zeros(0, dtype=object)])[order]
     template = results[0].layers[which]
     layer = PreparedLayer(
         name=name, keep=keep[order], source=source, geometries=None, area_m2=area,
@@ -616,8 +653,8 @@ def _average_precision(results, rows, options, layers, ref_pos, ignore_pos, pred
 def _boxes(rows: stages.Rows, options: stages.Options):
     """Envelopes (n, 4) of both layers' rows in the reference CRS's frame, widened by the
     reach; NaN for rows without a geometry."""
-    ref_boxes = shapely.bounds(rows.reference)
-    pred_boxes = shapely.bounds(rows.predicted)
+    ref_boxes = bounds_of(rows.reference)
+    pred_boxes = bounds_of(rows.predicted)
     ref_crs, pred_crs = options.reference_crs, options.predicted_crs
     if ref_crs is not None and pred_crs is not None and not ref_crs.equals(pred_crs):
         pred_boxes = _transformed_boxes(pred_boxes, pred_crs, ref_crs)
@@ -679,24 +716,54 @@ def _components(ref_boxes, pred_boxes, options) -> np.ndarray:
     n_ref, n_pred = len(ref_boxes), len(pred_boxes)
     ok_r = np.flatnonzero(~np.isnan(ref_boxes).any(axis=1))
     ok_p = np.flatnonzero(~np.isnan(pred_boxes).any(axis=1))
-    query = shapely.box(*ref_boxes[ok_r].T) if len(ok_r) else np.zeros(0, dtype=object)
-    owners = ok_r
+    query, owners = ref_boxes[ok_r], ok_r
     crs = options.reference_crs
     if crs is not None and crs.is_geographic and len(ok_r):
         # Longitudes run on past ±180° along a ring that crosses it: look a turn away too.
         turn = 360.0 / math.degrees(float(crs.axis_info[0].unit_conversion_factor))
-        query = np.concatenate([query, shapely.transform(query, lambda xy: xy + [turn, 0]),
-                                shapely.transform(query, lambda xy: xy - [turn, 0])])
+        query = np.concatenate([query, query + [turn, 0, turn, 0], query - [turn, 0, turn, 0]])
         owners = np.concatenate([ok_r, ok_r, ok_r])
-    i = j = np.zeros(0, dtype=np.int64)
-    if len(ok_p) and len(query):
-        tree = shapely.STRtree(shapely.box(*pred_boxes[ok_p].T))
-        i, j = tree.query(query, predicate="intersects")
+    i, j = _meeting_boxes(query, pred_boxes[ok_p])
     n = n_ref + n_pred
     graph = coo_matrix((np.ones(len(i), dtype=np.int8), (owners[i], n_ref + ok_p[j])),
                        shape=(n, n))
     _, labels = connected_components(graph, directed=False)
     return labels
+
+
+#: Query boxes per STRtree of ``_meeting_boxes``: its shapely boxes (about 400 bytes each,
+#: with the tree) are made for a chunk at a time, never for a whole national layer.
+_BOX_CHUNK = 50_000
+
+
+def _meeting_boxes(query: np.ndarray, boxes: np.ndarray):
+    """(i, j): every query box (float (n, 4), finite) meeting a box (float (m, 4), finite),
+    as ``STRtree.query(..., predicate="intersects")`` on shapely boxes gives them, found
+    chunk by chunk: query boxes in chunks of neighbours along a Z-order curve, each against
+    a tree of the boxes that reach into the chunk's extent."""
+    parts_i, parts_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    if not len(query) or not len(boxes):
+        return parts_i[0], parts_j[0]
+    centre = np.column_stack([(query[:, 0] + query[:, 2]) / 2, (query[:, 1] + query[:, 3]) / 2])
+    lo, hi = centre.min(axis=0), centre.max(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        grid = np.nan_to_num((centre - lo) / np.maximum(hi - lo, 1e-300) * 65535)
+    order = np.argsort(_interleave(grid[:, 0].astype(np.int64))
+                       | (_interleave(grid[:, 1].astype(np.int64)) << 1), kind="stable")
+    for start in range(0, len(order), _BOX_CHUNK):
+        rows = order[start:start + _BOX_CHUNK]
+        chunk = query[rows]
+        x0, y0 = chunk[:, 0].min(), chunk[:, 1].min()
+        x1, y1 = chunk[:, 2].max(), chunk[:, 3].max()
+        near = np.flatnonzero((boxes[:, 0] <= x1) & (boxes[:, 2] >= x0)
+                              & (boxes[:, 1] <= y1) & (boxes[:, 3] >= y0))
+        if not len(near):
+            continue
+        tree = shapely.STRtree(shapely.box(*boxes[near].T))
+        i, j = tree.query(shapely.box(*chunk.T), predicate="intersects")
+        parts_i.append(rows[i])
+        parts_j.append(near[j])
+    return np.concatenate(parts_i), np.concatenate(parts_j)
 
 
 def _sweep_order(labels: np.ndarray, centre: np.ndarray) -> np.ndarray:

@@ -75,6 +75,9 @@ from .prepare import (  # noqa: F401
 from .pixels import (  # noqa: F401
     pixels_per_field,
 )
+from .stored import (  # noqa: F401
+    StoredGeometries,
+)
 
 __all__ = [
     "AREA_CHANGE_TOLERANCE",
@@ -96,6 +99,7 @@ __all__ = [
     "RELATIVE_AREA_ERROR",
     "SLIVER_RELATIVE_WIDTH",
     "SegmentGrid",
+    "StoredGeometries",
     "Segments",
     "abs_linear_integral",
     "axis_frame",

@@ -74,6 +74,26 @@ def f1_score(precision, recall) -> np.ndarray:
     return safe_divide(2.0 * precision * recall, precision + recall, zero_division=0.0)
 
 
+def f1_from_counts(tp, fp, fn, precision, recall, zero_division: float = 0.0) -> np.ndarray:
+    """F1 of counts: 2·TP / (2·TP + FP + FN), the harmonic mean of precision TP / (TP + FP)
+    and recall TP / (TP + FN) written with the counts, so that it is the correctly rounded
+    decimal (172 / 200 = 0.86, where the harmonic mean of the floats 0.86 and 0.86 is
+    0.8599999999999999).
+
+    Args: ``tp``, ``fp``, ``fn``: counts (arrays of one shape, or numbers); ``precision``,
+    ``recall``: the rates reported beside it, each with its own empty-denominator value.
+    Returns f1_score(precision, recall) wherever a rate is NaN or the counts are all 0 (the
+    empty-denominator rules of the rates decide), else the count formula; same shape.
+
+    Source: van Rijsbergen, Information Retrieval (1979), the F-measure; scikit-learn's
+    ``f1_score`` documentation gives the same count form.
+    """
+    tp, fp, fn = (np.asarray(v, dtype=float) for v in (tp, fp, fn))
+    harmonic = f1_score(precision, recall)
+    counted = safe_divide(2.0 * tp, 2.0 * tp + fp + fn, zero_division=np.nan)
+    return np.where(np.isnan(counted) | np.isnan(harmonic), harmonic, counted)
+
+
 def metrics_from_sums(
     sums: np.ndarray, zero_division: float = 0.0, tolerance: bool = False, *,
     empty_rate: float | None = None,
@@ -120,7 +140,7 @@ def metrics_from_sums(
     out = {
         "precision": precision,
         "recall": recall,
-        "f1": f1_score(precision, recall),
+        "f1": f1_from_counts(tp, fp, n_ref - tp, precision, recall),
         "iou_mean": rate(q("iou_tp"), tp),
         "over_segmentation": rate(q("legacy_overseg"), n_ref),
         "under_segmentation": rate(q("legacy_underseg"), n_pred),

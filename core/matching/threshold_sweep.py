@@ -7,7 +7,7 @@ import numpy as np
 
 from .rules import at_or_above, greedy_accepted, greedy_order, match
 from ..util.rates import safe_divide
-from .summary import f1_score
+from .summary import f1_from_counts
 from ..pairs.overlap import OverlapPairs
 
 #: IoU thresholds of the sweep: 0.05, 0.10, ..., 0.95.
@@ -67,7 +67,8 @@ def threshold_sweep(
         out["count_fn"].append(n_reference - tp)
         out["precision"].append(precision)
         out["recall"].append(recall)
-        out["f1"].append(float(f1_score(precision, recall)) if not empty else 1.0)
+        out["f1"].append(float(f1_from_counts(tp, fp, n_reference - tp, precision, recall))
+                         if not empty else 1.0)
     return out
 
 

@@ -47,6 +47,7 @@ from .study_area import (  # noqa: F401
     StudyAreaSelection,
     study_area_footprint,
     select_in_study_area,
+    select_stored_in_study_area,
 )
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "quiet_prepare_log",
     "round_ratio",
     "select_in_study_area",
+    "select_stored_in_study_area",
     "settle",
     "spatial_iou",
     "spatial_pair_metrics",

@@ -27,6 +27,7 @@ import shapely
 from ..geometry.crs import check_layer_crs, densify_step, resolve_crs, to_crs
 from ..geometry.dissolve import dissolve
 from ..geometry.prepare import geometry_array, polygonal_parts, prepare_layer
+from ..geometry.stored import StoredGeometries
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,27 @@ def select_in_study_area(
             n_clipped = int(np.count_nonzero(has_area))
     keep = np.flatnonzero(inside)
     return StudyAreaSelection(keep, out[keep], int(len(geoms) - len(keep)), n_clipped)
+
+
+def select_stored_in_study_area(stored, crs, study_area, study_area_crs,
+                                rule: str = "intersects",
+                                chunk_rows: int = 20_000) -> StudyAreaSelection:
+    """``select_in_study_area`` on a layer kept on disk (``geometry.StoredGeometries``),
+    ``chunk_rows`` rows at a time (every row's decision is its own, so the rows kept are
+    those of one call on the whole layer); ``geometries`` of the result is a new store.
+
+    Raises ValueError as ``select_in_study_area``.
+    """
+    kept, out = [np.zeros(0, dtype=np.int64)], StoredGeometries()
+    n_outside = n_clipped = 0
+    for start in range(0, len(stored), chunk_rows):
+        part = select_in_study_area(stored.take(slice(start, start + chunk_rows)), crs,
+                                    study_area, study_area_crs, rule)
+        kept.append(part.keep + start)
+        out.append(part.geometries)
+        n_outside += part.n_outside
+        n_clipped += part.n_clipped
+    return StudyAreaSelection(np.concatenate(kept), out, n_outside, n_clipped)
 
 
 def _in_layer_crs(area, area_crs, layer_crs):

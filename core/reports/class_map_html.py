@@ -124,33 +124,49 @@ def _text(value) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-def _iou_bars(labels, ious) -> str:
-    """Per-class IoU bars (labels, ious: (K,), None for a class absent from both maps).
+#: Longest class label drawn beside a bar (longer ones end in "…"; the table has them whole).
+IOU_LABEL_MAX_CHARS = 40
 
-    A class with IoU 0 (e.g. present in one map only) has no visible bar: it is marked "0"
-    on the axis; a class absent from both maps is marked "absent" (its IoU is 0/0)."""
+
+def _iou_bars(labels, ious) -> str:
+    """Per-class IoU bars as an SVG data URI (see ``iou_bars_figure``)."""
+    return figures.to_data_uri(iou_bars_figure(labels, ious))
+
+
+def iou_bars_figure(labels, ious):
+    """Per-class IoU as horizontal bars, one row per class in matrix order (labels, ious:
+    (K,), None for a class absent from both maps): the class labels are read horizontally
+    beside their bar, so that 20 classes with long names stay apart (labels longer than
+    ``IOU_LABEL_MAX_CHARS`` are shortened with "…"). The height grows with K (0.28 in a
+    class). A class with IoU 0 (e.g. present in one map only) has no visible bar: it is
+    marked "0"; a class absent from both maps is marked "absent" (its IoU is 0/0).
+    Returns the matplotlib Figure, laid out (``tight_layout``)."""
     values = np.array([np.nan if v is None else float(v) for v in ious])
-    width = min(14.0, max(6.4, 0.45 * len(labels) + 2))
-    figure, ax = figures.new_figure(width, 3.4)
-    positions = np.arange(len(labels), dtype=float)
+    n = len(labels)
+    figure, ax = figures.new_figure(7.2, max(2.0, 0.28 * n + 1.0))
+    positions = np.arange(n, dtype=float)
     style = figures.series_style(0)
-    ax.bar(positions, np.nan_to_num(values), width=0.8, color=style["color"], alpha=0.85,
-           edgecolor="black", linewidth=0.5)
-    for x, value in zip(positions, values):
+    ax.barh(positions, np.nan_to_num(values), height=0.7, color=style["color"], alpha=0.85,
+            edgecolor="black", linewidth=0.5)
+    for y, value in zip(positions, values):
         if np.isnan(value):
-            ax.text(x, 0.02, "absent", ha="center", va="bottom", rotation=90, fontsize=7,
-                    color="0.4")
+            ax.text(0.01, y, "absent", ha="left", va="center", fontsize=7, color="0.4")
         elif value == 0:
-            ax.plot([x - 0.4, x + 0.4], [0, 0], color="black", linewidth=2.0)
-            ax.text(x, 0.02, "0", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(positions)
-    many = len(labels) > 6
-    ax.set_xticklabels([str(c) for c in labels], rotation=30 if many else 0,
-                       ha="right" if many else "center", fontsize=8)
-    ax.set_xlabel("Class")
-    ax.set_ylabel("IoU (–)")
-    ax.set_ylim(0, 1)
-    return figures.to_data_uri(figure)
+            ax.plot([0, 0], [y - 0.35, y + 0.35], color="black", linewidth=2.0)
+            ax.text(0.01, y, "0", ha="left", va="center", fontsize=8)
+    ax.set_yticks(positions)
+    ax.set_yticklabels([_short(str(c), IOU_LABEL_MAX_CHARS) for c in labels], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)  # the first class on top, as in the table
+    ax.grid(False, axis="y")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("IoU (–)")
+    ax.set_ylabel("Class")
+    figure.tight_layout()
+    return figure
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _heatmap(values: np.ndarray, rows, columns, bar_label: str, axis) -> str:

@@ -12,6 +12,7 @@ from . import figures
 from ..boundary.distances import simplified_in_runs
 from ..boundary.zones import utm_crs
 from ..geometry.crs import transformer
+from ..geometry.stored import StoredGeometries, take
 from ..evaluation.evaluate import Evaluation
 from ..matching.labels import MISSING
 from .definitions import DEFINITIONS
@@ -53,9 +54,35 @@ HEADLINE = (
     ("count_fp", "False positives", "predictions that match no reference field", "fp"),
     ("count_fn", "False negatives", "reference fields no prediction matched", "fn"),
     ("precision_among_overlapping", "Precision among overlapping",
-     "precision without predictions that overlap no reference field (for registries that "
-     "cover only some fields)", ""),
+     "without predictions that overlap no reference field (for a reference that covers "
+     "only some fields)", ""),
 )
+#: Size (inches) of the two figures side by side at the top of the page (IoU histogram,
+#: threshold sweep): a little flatter than the others, so both fit in the first screen.
+TOP_FIGURE_IN = (6.4, 2.8)
+
+
+def undefined_cards(metrics: dict) -> dict:
+    """{headline card key: why it is undefined} for the rates whose denominator is 0 in
+    ``metrics`` (a report's "metrics"). The JSON keeps agribound 1.0's empty-denominator
+    value there (0, or 1 when both layers are empty); the page shows "n/a" and the reason
+    instead of a number that reads as measured. Source: agribound 1.0 evaluation ("Empty
+    denominators")."""
+    tp, fp, fn = metrics["count_tp"], metrics["count_fp"], metrics["count_fn"]
+    overlapping = tp + fp - metrics.get("count_fp_unassigned", 0)
+    reasons = (
+        ("precision", tp + fp == 0, "no prediction was evaluated"),
+        ("recall", tp + fn == 0, "no reference field was evaluated"),
+        ("f1", tp + fp + fn == 0, "no prediction and no reference field were evaluated"),
+        ("iou_mean", tp == 0, "no pair matched: there is no matched pair to average"),
+        ("precision_among_overlapping", overlapping == 0,
+         "no prediction overlaps a reference field"),
+    )
+    return {key: f"{why} ({metrics[key]:g} in the JSON by convention)"
+            for key, undefined, why in reasons
+            if undefined and isinstance(metrics.get(key), (int, float))}
+
+
 #: Metrics of the per-stratum and per-size-class charts.
 GROUP_METRICS = (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"))
 
@@ -113,7 +140,8 @@ def render_evaluation_html(report: dict, evaluation: Evaluation) -> str:
     units = report_units(metrics)
     sections = [
         Section("headline", "Headline", "evaluatepolygons/headline.html.j2",
-                {"cards": HEADLINE, "ci": (metrics.get("bootstrap") or {}).get("ci", {})},
+                {"cards": HEADLINE, "ci": (metrics.get("bootstrap") or {}).get("ci", {}),
+                 "undefined": undefined_cards(metrics)},
                 lead=True),
         Section("iou", "IoU", "evaluatepolygons/iou.html.j2", _iou_context(metrics, evaluation)),
         Section("failures", "Where it fails", "evaluatepolygons/failures.html.j2",
@@ -183,13 +211,13 @@ def _iou_context(metrics: dict, evaluation: Evaluation) -> dict:
             {"IoU of matched pairs": np.asarray(r["iou"])[matched],
              "Best IoU of each reference field": r["best_iou"]},
             xlabel="IoU (–)", ylabel="Reference fields", bins=20, range_=(0.0, 1.0),
-            vlines={f"threshold {threshold:g}": threshold},
+            vlines={f"threshold {threshold:g}": threshold}, size_in=TOP_FIGURE_IN,
         ),
         "fig_sweep": figures.line_chart(
             sweep["iou_threshold"],
             {"Precision": sweep["precision"], "Recall": sweep["recall"], "F1": sweep["f1"]},
             xlabel="IoU threshold (–)", ylabel="Precision, recall, F1 (–)", ylim=(0, 1.02),
-            xlim=(0, 1), vlines={f"chosen {threshold:g}": threshold},
+            xlim=(0, 1), vlines={f"chosen {threshold:g}": threshold}, size_in=TOP_FIGURE_IN,
         ),
         "n_sweep": len(sweep["iou_threshold"]),
     }
@@ -247,12 +275,12 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
     pairs = evaluation.pairs
     matched_pred = np.asarray(evaluation.per_predicted["matched"], dtype=bool)
     zones = evaluation.per_reference.get("utm_epsg")
-    tree = shapely.STRtree(ref.source)
+    tree = _reference_index(ref.source)
     panels = []
     for entry, k in zip(worst, rows.tolist()):
         others = pairs.predicted[pairs.reference == k] if pairs is not None else np.zeros(0, int)
-        field = ref.source[k]
-        predicted = pred.source[others]
+        field = take(ref.source, [k])[0]
+        predicted = take(pred.source, others)
         epsg = int(zones[k]) if zones is not None and ref.crs is not None else 0
         if epsg:
             field = _to_crs(field, ref.crs, epsg)
@@ -284,6 +312,29 @@ def _worst_panels(evaluation: Evaluation, worst: list) -> list[dict]:
     return panels
 
 
+class _BoxIndex:
+    """``STRtree.query(geometry, predicate="intersects")`` over a stored layer: envelopes
+    from memory, then the rows whose envelope meets the geometry's are read and tested."""
+
+    def __init__(self, stored):
+        self.stored = stored
+
+    def query(self, geometry, predicate="intersects"):
+        xmin, ymin, xmax, ymax = shapely.bounds(geometry)
+        b = self.stored.bounds
+        with np.errstate(invalid="ignore"):
+            near = np.flatnonzero((b[:, 0] <= xmax) & (b[:, 2] >= xmin)
+                                  & (b[:, 1] <= ymax) & (b[:, 3] >= ymin))
+        return near[shapely.intersects(geometry, self.stored.take(near))]
+
+
+def _reference_index(source):
+    """A spatial index of the reference fields' source geometries (array or stored)."""
+    if isinstance(source, StoredGeometries):
+        return _BoxIndex(source)
+    return shapely.STRtree(source)
+
+
 def _neighbours(tree, ref, k: int, square, epsg: int) -> np.ndarray:
     """The other evaluated reference fields that reach into a small map's ``square``
     (xmin, ymin, xmax, ymax in the map's coordinates: UTM zone ``epsg``, or the layer's
@@ -298,10 +349,10 @@ def _neighbours(tree, ref, k: int, square, epsg: int) -> np.ndarray:
     found = tree.query(window, predicate="intersects")
     found = found[found != k]
     if len(found) > MAX_NEIGHBOURS:
-        gap = shapely.distance(ref.source[found], ref.source[k])
+        gap = shapely.distance(take(ref.source, found), take(ref.source, [k])[0])
         found = found[np.argsort(gap, kind="stable")[:MAX_NEIGHBOURS]]
     found = np.sort(found)
-    geoms = ref.source[found]
+    geoms = take(ref.source, found)
     if epsg:
         geoms = np.array([_to_crs(g, ref.crs, epsg) for g in geoms], dtype=object)
     if not len(geoms):

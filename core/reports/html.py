@@ -27,6 +27,10 @@ from .reproduce import QGIS_PROCESS, processing_run_code, qgis_process_command
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "resources" / "templates"
 
 
+#: Alerts shown under the headline; the others are in a collapsed "N more alerts".
+SHOWN_ALERTS = 4
+
+
 @dataclass
 class Section:
     """One section of a report, in the order given to ``render_report``.
@@ -84,6 +88,7 @@ def render_report(
     templates_dir: str | Path = TEMPLATES_DIR,
     summary_template: str | None = None,
     summary_context: dict | None = None,
+    shown_alerts: int = SHOWN_ALERTS,
 ) -> str:
     """The report as one self-contained HTML page.
 
@@ -100,9 +105,11 @@ def render_report(
         summary: the result in one or two sentences, under the header; or
         summary_template: a template (relative to ``templates_dir``) for it, rendered with
             ``summary_context``, so its numbers can be ``shown``.
-        alerts: warnings of the run (strings are warnings).
-        definitions: every key of the JSON report, shown in the collapsed appendix
-            "Appendix: definitions" (a <details> element).
+        alerts: warnings of the run (strings are warnings); the first ``shown_alerts`` shown
+            under the headline, the others in a collapsed "N more alerts" (<details>).
+        definitions: every key of the JSON report, shown in the appendix's collapsed
+            "Definitions" (a <details> element without ``open``, as are "What was compared",
+            "Parameters and reproduce" and "Provenance").
     Returns the HTML text. Raises jinja2.TemplateError on a template error and KeyError
     (from ``shown``) when a section shows a key that the report does not have.
     """
@@ -140,9 +147,17 @@ def render_report(
             algorithm_id, parameters, reproduce.get("qgis_process") or QGIS_PROCESS
         ),
         qgis_process_program=reproduce.get("qgis_process") or QGIS_PROCESS,
+        qgis_process_name=_program_name(reproduce.get("qgis_process") or QGIS_PROCESS),
+        n_parameters=len(parameters),
+        shown_alerts=max(int(shown_alerts), 0),
         provenance=provenance,
         definitions=list(definitions),
     )
+
+
+def _program_name(program: str) -> str:
+    """The file name of a program path, e.g. "/usr/bin/qgis_process.bin" -> "qgis_process.bin"."""
+    return str(program).replace("\\", "/").rstrip("/").split("/")[-1] or str(program)
 
 
 def template_environment(templates_dir: str | Path = TEMPLATES_DIR):

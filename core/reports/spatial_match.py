@@ -90,6 +90,10 @@ def build_report(result: SpatialMatch, inputs: dict, provenance: dict,
     if n_unreadable:
         warnings.append(f"{_rows(n_unreadable)} with an expected geometry that could not be "
                         f"read: not scored")
+    n_no_group = sum(g is None for g in rows["group"])
+    if result.per_group and n_no_group:
+        warnings.append(f"{_rows(n_no_group)} without a group (NULL group field): "
+                        f"counted in the totals, in no group")
     frames = {f for f in result.rows["frame"] if f}
     if any("," in f for f in frames):
         warnings.append("some rows compare pixels with fractions of the image: give the image "

@@ -62,7 +62,8 @@ class SpatialMatch:
     Attributes:
         rows: dict of column name -> list (n_rows,) of plain values (see ``ROW_COLUMNS``).
         metrics: the summary over scored rows (see ``summarise``).
-        per_group: group label -> summary of that group's rows (empty without groups).
+        per_group: group label -> summary of that group's rows (empty without groups; a
+            row whose group is NULL is in none).
         parameters: the options used.
     """
 
@@ -168,8 +169,10 @@ def spatial_match(
     metrics = summarise(rows, intersections, unions, iou_threshold)
     per_group = {}
     if groups is not None:
+        # A row without a group (NULL) counts in the totals and in no group, as a
+        # field without a stratum in ``evaluate``.
         labels = np.asarray(rows["group"], dtype=object)
-        for label in sorted(set(labels.tolist())):
+        for label in sorted(set(labels.tolist()) - {None}):
             members = np.flatnonzero(labels == label)
             sub = {name: [rows[name][k] for k in members] for name in rows}
             per_group[label] = summarise(sub, intersections[members], unions[members],
@@ -218,7 +221,7 @@ def _row(answer, truth, group) -> dict:
                 for w in sorted({r.warning for r in parsed.records if r.warning})]
     conventions = sorted({r.convention for r in answer.usable})
     row = {
-        "group": "(null)" if is_missing(group) else str(group),
+        "group": None if is_missing(group) else str(group),  # NULL: in no group
         "answer_status": answer.status,
         "expected_status": truth.status,
         "n_answer_geometries": len(answer_polygons),

@@ -1,0 +1,122 @@
+"""Layers kept on disk (core/geometry/stored.py): the geometries come back as they went in,
+and an evaluation of stored layers (in work units, reading a unit at a time) gives the
+one-piece run's numbers key by key."""
+
+import pickle
+
+import numpy as np
+import pytest
+import shapely
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_core_units import _differences, _fields, _options
+
+from iou_evaluation.core import evaluate
+from iou_evaluation.core.geometry.stored import StoredGeometries
+from iou_evaluation.core.pairs.study_area import (
+    select_in_study_area,
+    select_stored_in_study_area,
+)
+
+GEOMETRIES = np.array([
+    shapely.box(0, 0, 10, 5),
+    None,
+    shapely.Polygon(),
+    shapely.MultiPolygon([shapely.box(20, 0, 21, 1), shapely.box(30, 30, 33, 34)]),
+    shapely.Polygon([(0, 0, 1), (5, 0, 2), (5, 5, 3), (0, 0, 1)]),  # Z kept
+    shapely.Polygon([(0, 0), (10, 10), (10, 0), (0, 10), (0, 0)]),  # a bow tie, as it is
+    shapely.box(0.1, 0.2, 0.30000000000000004, 1e300),
+], dtype=object)
+
+
+def _store(geometries, *splits):
+    store = StoredGeometries()
+    for part in np.split(geometries, list(splits)):
+        store.append(part)
+    return store
+
+
+def _same(a, b):
+    """Element by element: both None, or the same WKB (coordinates bit for bit)."""
+    return [x is y is None or (x is not None and y is not None
+                               and shapely.to_wkb(x) == shapely.to_wkb(y))
+            for x, y in zip(a, b)]
+
+
+def test_stored_rows_come_back_bit_for_bit_with_their_envelopes_and_vertex_counts():
+    with _store(GEOMETRIES, 2, 3) as store:
+        assert len(store) == len(GEOMETRIES)
+        assert all(_same(store.take(np.arange(len(GEOMETRIES))), GEOMETRIES))
+        assert all(_same(store.take(slice(1, 5)), GEOMETRIES[1:5]))
+        np.testing.assert_array_equal(store.bounds, shapely.bounds(GEOMETRIES))
+        assert store.num_coordinates.tolist() == [5, 0, 0, 10, 4, 5, 5]
+        backwards = store.view(np.arange(len(GEOMETRIES))[::-1])
+        assert all(_same(backwards.take(np.arange(len(GEOMETRIES))), GEOMETRIES[::-1]))
+        assert store.wkb([0, 1]) == [shapely.to_wkb(GEOMETRIES[0]), None]
+        assert len(store.take(np.zeros(0, dtype=np.int64))) == 0
+
+
+def test_a_store_is_written_once_and_never_pickled():
+    store = _store(GEOMETRIES)
+    store.take([0])
+    with pytest.raises(RuntimeError, match="not yet read"):
+        store.append(GEOMETRIES)
+    with pytest.raises(RuntimeError):
+        store.view([0]).append(GEOMETRIES)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(store)
+    store.close()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_stored_layers_give_the_one_piece_run_key_by_key(data):
+    nx, ny = data.draw(st.integers(2, 6)), data.draw(st.integers(2, 6))
+    reference, predicted = _fields(nx, ny, data.draw(st.integers(0, 10_000)))
+    kwargs = _options(data, len(reference), len(predicted))
+    crs = data.draw(st.sampled_from([None, "EPSG:32613"]))
+    if crs is not None:
+        reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
+        predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
+    kwargs.update(predicted_crs=crs, reference_crs=crs)
+    one = evaluate(predicted, reference, **kwargs)
+    split = data.draw(st.integers(0, len(reference)))
+    stored = evaluate(_store(predicted), _store(reference, split),
+                      work_unit_features=data.draw(st.integers(1, 30)), **kwargs)
+    assert _differences(one, stored) == []
+    # The repaired source geometries (the TP/FP/FN outputs are written from) are on disk.
+    for name in ("reference", "predicted"):
+        source = getattr(stored, name).source
+        assert isinstance(source, StoredGeometries)
+        expected = getattr(one, name).source
+        assert all(_same(source.take(np.arange(len(source))), expected))
+
+
+def test_stored_layers_are_evaluated_in_units_of_the_default_size_without_being_asked():
+    reference, predicted = _fields(4, 4, seed=1)
+    stored = evaluate(_store(predicted), _store(reference))
+    one = evaluate(predicted, reference)
+    assert _differences(one, stored) == []
+    assert isinstance(stored.reference.source, StoredGeometries)
+
+
+def test_per_unit_row_counts_are_not_logged_only_the_whole_runs(caplog):
+    reference, predicted = _fields(4, 4, seed=2)  # one null and one empty prediction
+    with caplog.at_level("WARNING"):
+        evaluate(_store(predicted), _store(reference), work_unit_features=3)
+    dropped = [r.getMessage() for r in caplog.records if "not evaluated" in r.getMessage()]
+    assert dropped == [f"2 of {len(predicted)} predicted rows are not evaluated "
+                       "(null 1, empty 1)"]
+
+
+@pytest.mark.parametrize("rule", ["intersects", "centroid_within", "clip"])
+def test_a_stored_layer_is_selected_by_a_study_area_as_in_one_call(rule):
+    reference, _ = _fields(6, 6, seed=4)
+    area = shapely.box(120, 80, 480, 390)
+    whole = select_in_study_area(reference, None, area, None, rule)
+    chunked = select_stored_in_study_area(_store(reference), None, area, None, rule,
+                                          chunk_rows=5)
+    assert chunked.keep.tolist() == whole.keep.tolist()
+    assert (chunked.n_outside, chunked.n_clipped) == (whole.n_outside, whole.n_clipped)
+    assert all(_same(chunked.geometries.take(np.arange(len(whole.keep))), whole.geometries))

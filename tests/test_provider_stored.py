@@ -1,0 +1,87 @@
+"""ioueval:evaluatepolygons on layers read to disk and evaluated in work units (large layers,
+or IOU_EVALUATION_WORK_UNITS): every output row and every report key as the one-piece run."""
+
+import json
+
+import pytest
+from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
+from qgis.core import (
+    QgsFeatureRequest,
+    QgsProcessingContext,
+    QgsProcessingException,
+    QgsProcessingFeedback,
+    QgsProject,
+    QgsVectorLayer,
+)
+
+from iou_evaluation.processing_provider.evaluate_polygons import (
+    STORED_ABOVE_FEATURES,
+    WORK_UNITS_ENV,
+    work_unit_rows,
+)
+
+ALGORITHM = "ioueval:evaluatepolygons"
+LAYER_OUTPUTS = ("TRUE_POSITIVES", "FALSE_POSITIVES", "FALSE_NEGATIVES", "PER_FIELD")
+
+
+def run(parameters, tmp_path, name):
+    import processing
+
+    context = QgsProcessingContext()
+    context.setProject(QgsProject.instance())
+    report = tmp_path / f"{name}.json"
+    outputs = {key: str(tmp_path / f"{name}_{key.lower()}.gpkg") for key in LAYER_OUTPUTS}
+    processing.run(ALGORITHM, {**outputs, "REPORT_JSON": str(report),
+                               "REPORT_HTML": str(tmp_path / f"{name}.html"), **parameters},
+                   context=context, feedback=QgsProcessingFeedback())
+    rows = {}
+    for key, path in outputs.items():
+        layer = QgsVectorLayer(path, key, "ogr")
+        rows[key] = [(f.attributes()[1:], f.geometry().asWkb().data())
+                     for f in layer.getFeatures()]  # [1:]: the fid written
+    return rows, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("units", ["7", "1"])
+def test_work_units_on_disk_give_every_output_row_and_report_key_of_one_piece(
+        ioueval_provider, tmp_path, monkeypatch, units):
+    parameters = {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": SAMPLE_REFERENCE,
+                  "REFERENCE_ID_FIELD": "CSBID", "BOOTSTRAP": 20, "SIZE_BINS": "auto",
+                  "STUDY_AREA": SAMPLE_REFERENCE}
+    monkeypatch.setenv(WORK_UNITS_ENV, "0")
+    one_rows, one_report = run(parameters, tmp_path, "one")
+    monkeypatch.setenv(WORK_UNITS_ENV, units)
+    unit_rows, unit_report = run(parameters, tmp_path, "units")
+    for key in ("metrics", "parameters", "warnings"):
+        assert unit_report.get(key) == one_report.get(key), key
+    assert len(one_rows["PER_FIELD"]) == 100
+    for key in LAYER_OUTPUTS:
+        assert unit_rows[key] == one_rows[key], key
+
+
+def test_a_memory_layer_on_disk_gives_the_one_piece_rows(ioueval_provider, tmp_path,
+                                                         monkeypatch):
+    reference = QgsVectorLayer(SAMPLE_REFERENCE, "reference", "ogr")
+    memory = reference.materialize(QgsFeatureRequest())
+    assert memory.providerType() == "memory"  # read by the QGIS iterator, not GDAL
+    parameters = {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": memory}
+    monkeypatch.setenv(WORK_UNITS_ENV, "0")
+    one_rows, one_report = run(parameters, tmp_path, "one")
+    monkeypatch.setenv(WORK_UNITS_ENV, "25")
+    unit_rows, unit_report = run(parameters, tmp_path, "units")
+    assert unit_report["metrics"] == one_report["metrics"]
+    assert unit_rows == one_rows
+
+
+def test_the_choice_of_work_units_follows_the_size_unless_the_variable_says(monkeypatch):
+    monkeypatch.delenv(WORK_UNITS_ENV, raising=False)
+    assert work_unit_rows(STORED_ABOVE_FEATURES) is None
+    assert work_unit_rows(STORED_ABOVE_FEATURES + 1) == 20_000
+    monkeypatch.setenv(WORK_UNITS_ENV, "0")
+    assert work_unit_rows(10 ** 9) is None
+    monkeypatch.setenv(WORK_UNITS_ENV, " 500 ")
+    assert work_unit_rows(10) == 500
+    for bad in ("-3", "many", "2.5"):
+        monkeypatch.setenv(WORK_UNITS_ENV, bad)
+        with pytest.raises(QgsProcessingException, match=f"{WORK_UNITS_ENV} must be 0"):
+            work_unit_rows(10)
