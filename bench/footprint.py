@@ -18,11 +18,18 @@ Cases (each skipped, with a note, when its data is missing):
   .7z archive);
 - ``real_world``, ``real_counties``: bench/realdata.py's GeoPackages;
 - ``fields50k``: bench/generate.py's 50,000 fields (bench/data/fields_50k_seed0.gpkg, made by
-  run.py or ``generate.py --n 50000 --out ...``), EPSG:32613.
+  run.py or ``generate.py --n 50000 --out ...``), EPSG:32613;
+- ``shared50k``: bench/generate_shared.py's 50,000 fields (bench/data/shared_50k_seed0.gpkg,
+  made by ``generate_shared.py --n 50000 --out ...``), EPSG:32613.
+
+Each time is given as wall seconds and, after a slash, CPU seconds of all threads of this
+process (what other jobs on the cores change least). ``--root`` measures another checkout's
+core (a folder with the plugin's files, such as a ``git worktree`` of main) with this script.
 
 Command (project venv)::
 
-    .venv/bin/python bench/footprint.py --ne-dir DIR [--cases ...] [--skip-evaluate]
+    .venv/bin/python bench/footprint.py --ne-dir DIR [--cases ...] [--skip-evaluate] \\
+        [--skip-straightforward] [--root DIR]
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import shapely
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import worker_core  # noqa: E402
 from worker_core import import_plugin_package, read_layer  # noqa: E402
 
 NE_CASES = {
@@ -52,6 +60,7 @@ GPKG_CASES = {
     "real_world": "real_world.gpkg",
     "real_counties": "real_counties.gpkg",
     "fields50k": "fields_50k_seed0.gpkg",
+    "shared50k": "shared_50k_seed0.gpkg",
 }
 CASES = tuple(NE_CASES) + tuple(GPKG_CASES)
 
@@ -82,7 +91,7 @@ def load_case(case: str, ne_dir: Path | None):
 
 def straightforward(pred, ref, crs):
     """(IoU, intersection m², seconds): the computation of the module docstring."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     source = pyproj.CRS(crs)
     to_map = pyproj.Transformer.from_crs(source, "EPSG:6933", always_xy=True)
 
@@ -105,24 +114,29 @@ def straightforward(pred, ref, crs):
     a, b = footprint(pred), footprint(ref)
     inter = shapely.intersection(a, b)
     area_a, area_b, area_i = area(a), area(b), area(inter)
-    return area_i / (area_a + area_b - area_i), area_i, time.perf_counter() - start
+    return (area_i / (area_a + area_b - area_i), area_i,
+            (time.perf_counter() - start, time.process_time() - cpu))
 
 
 def ours(pred, ref, crs):
     from iou_evaluation.core.pairs.footprint import footprint_iou
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = footprint_iou(pred, ref, predicted_crs=crs, reference_crs=crs)
     return (float(result.overall.iou[0]), float(result.overall.intersection[0]),
-            time.perf_counter() - start)
+            (time.perf_counter() - start, time.process_time() - cpu))
 
 
 def evaluated(pred, ref, crs):
     from iou_evaluation.core import evaluate
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     evaluate(pred, ref, predicted_crs=crs, reference_crs=crs)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def seconds(wall_cpu) -> str:
+    return f"{wall_cpu[0]:.1f} / {wall_cpu[1]:.1f}"
 
 
 def main(argv=None):
@@ -130,11 +144,16 @@ def main(argv=None):
     parser.add_argument("--ne-dir", type=Path, help="folder of Natural Earth GeoJSON files")
     parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--skip-evaluate", action="store_true")
+    parser.add_argument("--skip-straightforward", action="store_true",
+                        help="leave the straightforward columns empty (they need no core)")
+    parser.add_argument("--root", type=Path, help="checkout whose core is measured")
     args = parser.parse_args(argv)
+    if args.root is not None:
+        worker_core.ROOT = args.root.resolve()
     import_plugin_package()
     logging.basicConfig(level=logging.ERROR)
-    print("| case | rows pred / ref | vertices pred / ref | straightforward IoU | s | "
-          "spatialiou IoU | s | evaluate s |")
+    print("| case | rows pred / ref | vertices pred / ref | straightforward IoU | s wall / cpu | "
+          "spatialiou IoU | s wall / cpu | evaluate s wall / cpu |")
     print("|---|---|---|---|---|---|---|---|")
     for case in args.cases:
         data = load_case(case, args.ne_dir)
@@ -144,11 +163,15 @@ def main(argv=None):
         pred, ref, crs = data
         vertices = [int(shapely.get_num_coordinates(g[shapely.is_geometry(g)]).sum())
                     for g in (pred, ref)]
-        simple_iou, _, simple_s = straightforward(pred, ref, crs)
+        simple = " |" if args.skip_straightforward else None
+        if simple is None:
+            simple_iou, _, simple_s = straightforward(pred, ref, crs)
+            simple = f"{simple_iou:.6f} | {seconds(simple_s)}"
         our_iou, _, our_s = ours(pred, ref, crs)
-        eval_s = "" if args.skip_evaluate else f"{evaluated(pred, ref, crs):.1f}"
+        eval_s = "" if args.skip_evaluate else seconds(evaluated(pred, ref, crs))
         print(f"| {case} | {len(pred):,} / {len(ref):,} | {vertices[0]:,} / {vertices[1]:,} | "
-              f"{simple_iou:.6f} | {simple_s:.1f} | {our_iou:.6f} | {our_s:.1f} | {eval_s} |",
+              f"{simple} | {our_iou:.6f} | {seconds(our_s)} | "
+              f"{eval_s} |",
               flush=True)
 
 

@@ -182,7 +182,7 @@ class ClassMapIoUAlgorithm(ClassMapAlgorithm):
             features = read_source(source, feedback, (10 * k, 10 * k + 10), [index])
             if features is None:
                 return None
-            layers.append((features, [attributes[index] for attributes in features.attributes]))
+            layers.append((features, features.attributes.column(index)))
         study = None
         study_source = self.parameterAsSource(parameters, self.STUDY_AREA, context)
         if study_source is not None:

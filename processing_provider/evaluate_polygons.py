@@ -576,7 +576,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if name not in fields:
                 return None
             index = fields[name][1]
-            return [attributes[index] for attributes in features.attributes]
+            return features.attributes.column(index)
 
         return {
             "strata": column(reference, self.STRATA_FIELD),
@@ -596,7 +596,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         id_index = fields.get(self.REFERENCE_ID_FIELD, (None, -1))[1]
         if id_index < 0:
             return reference.feature_ids.tolist(), QgsField("ref_fid", FIELD_LONG)
-        ref_ids = [attrs[id_index] for attrs in reference.attributes]
+        ref_ids = reference.attributes.column(id_index)
         for message in _id_warnings(
                 "REFERENCE_ID_FIELD", fields[self.REFERENCE_ID_FIELD][0], ref_ids, "reference",
                 "the per-field table cannot be joined back one to one"):
@@ -609,7 +609,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         if self.PREDICTED_ID_FIELD not in fields:
             return None, None
         pred_name, pred_index = fields[self.PREDICTED_ID_FIELD]
-        pred_ids = [attrs[pred_index] for attrs in predicted.attributes]
+        pred_ids = predicted.attributes.column(pred_index)
         for message in _id_warnings("PREDICTED_ID_FIELD", pred_name, pred_ids, "prediction",
                                     "pred_id does not name one prediction (pred_fid does)"):
             feedback.pushWarning(message)

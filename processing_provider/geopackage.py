@@ -9,7 +9,6 @@ other source is read by the QGIS iterator (layers.read_source)."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +81,8 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
-        (n,), attributes: list (n) of attribute lists in field order, n_curved: how many
+        (n,), columns: one list (n,) of values per field in field order (None for a field
+        not read), n_curved: how many
         geometries with arcs were cut into straight segments, ``wkb.geometries_from_wkb``), or
         None;
         ``CANCELED`` when ``is_canceled`` said so.
@@ -115,12 +115,11 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
             geometries[at:at + len(part)], curved = geometries_from_wkb(part)
             at += len(part)
             n_curved += curved
-    columns = [itertools.repeat(None, n) for _ in range(fields.count())]
+    columns = [None] * fields.count()  # None: a field not read (NULL)
     for index, column in zip(wanted, values):
         columns[index] = column
-    attributes = [list(row) for row in zip(*columns)] if columns else [[] for _ in range(n)]
     feature_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    return geometries, feature_ids, attributes, n_curved
+    return geometries, feature_ids, columns, n_curved
 
 
 def _read_columns(gdal, ogr, location, names, is_canceled, store=None):
@@ -186,6 +185,7 @@ def _plain_values(column) -> list:
     """One batch of an attribute column as the Python values QGIS gives: int, float, str
     (GDAL gives UTF-8 bytes), None for NULL."""
     values = column.tolist()  # masked entries become None
-    if column.dtype.kind == "S":
-        return [None if v is None else v.decode("utf-8", "replace") for v in values]
+    if column.dtype.kind == "S":  # each distinct value decoded once, and shared
+        decoded = {v: v.decode("utf-8", "replace") for v in set(values) if v is not None}
+        return [None if v is None else decoded[v] for v in values]
     return values

@@ -26,6 +26,95 @@ from .geopackage import CANCELED, read_geopackage
 from .wkb import geometries_from_wkb
 
 
+class AttributeTable:
+    """The attribute values of a layer's rows, held column by column: a column of whole
+    numbers as int64, of floats as float64, anything else as objects with repeated strings
+    shared (about 8 bytes per value, where a list per row of Python values takes about 60).
+
+    Reads like a list of rows: ``table[k]`` and iteration give one row's values as a list in
+    field order (plain Python values: ints, floats, str, QGIS's NULL...), ``len(table)``.
+    """
+
+    def __init__(self, columns: list, n: int):
+        self._columns, self._n = columns, n
+
+    @classmethod
+    def from_columns(cls, columns: list, n: int) -> "AttributeTable":
+        """From one sequence (n,) of values per field (None: a field not read, all NULL)."""
+        return cls([None if c is None else _column_array(c) for c in columns], n)
+
+    @classmethod
+    def from_rows(cls, rows: list, n_fields: int) -> "AttributeTable":
+        """From a list of rows, each a list of ``n_fields`` values."""
+        return cls.from_columns([[row[i] for row in rows] for i in range(n_fields)]
+                                if rows else [[] for _ in range(n_fields)], len(rows))
+
+    @classmethod
+    def concatenate(cls, tables: list, n_fields: int) -> "AttributeTable":
+        if not tables:
+            return cls([None] * n_fields, 0)
+        columns = []
+        for i in range(n_fields):
+            parts = [t._columns[i] for t in tables]
+            if all(p is None for p in parts):
+                columns.append(None)
+                continue
+            parts = [np.full(len(t), None, dtype=object) if p is None else p
+                     for p, t in zip(parts, tables)]
+            if len({p.dtype for p in parts}) > 1:
+                parts = [p.astype(object) for p in parts]
+            columns.append(np.concatenate(parts))
+        return cls(columns, sum(len(t) for t in tables))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def column(self, index: int) -> list:
+        """One field's values, plain (a list of n)."""
+        values = self._columns[index]
+        return [None] * self._n if values is None else values.tolist()
+
+    def rows(self, positions) -> list:
+        """The rows at ``positions`` (int array or slice), each a list of plain values."""
+        n = len(range(self._n)[positions]) if isinstance(positions, slice) else len(positions)
+        columns = [itertools.repeat(None, n) if c is None else c[positions].tolist()
+                   for c in self._columns]
+        return [list(row) for row in zip(*columns)] if columns else [[] for _ in range(n)]
+
+    def take(self, positions) -> "AttributeTable":
+        """A table of the rows at ``positions`` (int array)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return AttributeTable([None if c is None else c[positions] for c in self._columns],
+                              len(positions))
+
+    def __getitem__(self, k: int) -> list:
+        return self.rows([int(k)])[0]
+
+    def __iter__(self):
+        for start in range(0, self._n, 10_000):
+            yield from self.rows(slice(start, start + 10_000))
+
+
+def _column_array(values) -> np.ndarray:
+    """A column as int64 (every value a plain int in range), float64 (every value a
+    float), else objects, repeated strings stored once."""
+    values = list(values)
+    kinds = {type(v) for v in values}
+    if kinds == {int}:
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    if kinds == {float}:
+        return np.array(values, dtype=np.float64)
+    out = np.empty(len(values), dtype=object)
+    if str in kinds:
+        shared = {}
+        values = [shared.setdefault(v, v) if type(v) is str else v for v in values]
+    out[:] = values
+    return out
+
+
 @dataclass
 class SourceFeatures:
     """Everything evaluation and output need from one feature source, read in one pass.
@@ -34,7 +123,8 @@ class SourceFeatures:
         geometries: object array (n,) of shapely geometries or None (null or unreadable), or
             the same on disk (``StoredGeometries``, read with ``stored``).
         feature_ids: int64 array (n,) of QGIS feature ids.
-        attributes: list (n) of attribute lists, in the source's field order.
+        attributes: the rows' attribute values (an AttributeTable: reads like a list (n) of
+            attribute lists, in the source's field order).
         crs_wkt: the source CRS as WKT, or None when it has none (or only an undefined one).
         n_curved: how many geometries with arcs were cut into straight segments
             (``wkb.geometries_from_wkb``).
@@ -42,7 +132,7 @@ class SourceFeatures:
 
     geometries: np.ndarray | StoredGeometries
     feature_ids: np.ndarray
-    attributes: list
+    attributes: AttributeTable
     crs_wkt: str | None
     n_curved: int = 0
 
@@ -107,14 +197,17 @@ def read_source(
             return None
         if read is not None:
             feedback.setProgress(progress_range[1])
-            geometries, feature_ids, attributes, n_curved = read
-            return SourceFeatures(geometries, feature_ids, attributes, crs_wkt, n_curved)
+            geometries, feature_ids, columns, n_curved = read
+            return SourceFeatures(geometries, feature_ids,
+                                  AttributeTable.from_columns(columns, len(feature_ids)),
+                                  crs_wkt, n_curved)
     request = QgsFeatureRequest()
     if attribute_indices is not None:
         request.setSubsetOfAttributes(sorted(set(attribute_indices)))
     total = max(source.featureCount(), 1)
     start, end = progress_range
-    wkbs, ids, attributes = [], [], []
+    wkbs, ids, attributes, tables = [], [], [], []
+    n_fields = source.fields().count()
     add_wkb, add_id, add_attributes = wkbs.append, ids.append, attributes.append
     batches = _GeometryBatches(StoredGeometries() if stored else None)
     next_check = time.monotonic() + CHECK_INTERVAL_S
@@ -126,18 +219,21 @@ def read_source(
         if len(wkbs) == FROM_WKB_CHUNK:
             batches.add(wkbs)
             wkbs.clear()
+            tables.append(AttributeTable.from_rows(attributes, n_fields))
+            attributes.clear()
         if time.monotonic() >= next_check:
             if feedback.isCanceled():
                 return None
             feedback.setProgress(start + (end - start) * k / total)
             next_check = time.monotonic() + CHECK_INTERVAL_S
     batches.add(wkbs)
+    tables.append(AttributeTable.from_rows(attributes, n_fields))
     geometries, n_curved = batches.geometries()
     feedback.setProgress(end)
     return SourceFeatures(
         geometries=geometries,
         feature_ids=np.array(ids, dtype=np.int64),
-        attributes=attributes,
+        attributes=AttributeTable.concatenate(tables, n_fields),
         crs_wkt=crs_wkt,
         n_curved=n_curved,
     )
@@ -211,7 +307,7 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
             (``StoredGeometries``), made multi-part on the way; None for a table without
             geometry.
         own_attributes: list (n,) of attribute lists (an input feature's own values, in
-            field order), or None when the rows have none.
+            field order), or an AttributeTable of n rows, or None when the rows have none.
         columns: list of columns, each a list (n,) of plain values, or an array (n,) made
             plain values batch by batch (``qgis_values``: a layer's columns are never all
             Python objects at once).
@@ -228,6 +324,9 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
             column[start:stop] if isinstance(column, list) else qgis_values(column[start:stop])
             for column in columns
         )) if columns else itertools.repeat(())
+        own = (own_attributes.rows(slice(start, stop))
+               if isinstance(own_attributes, AttributeTable)
+               else own_attributes[start:stop] if own_attributes is not None else None)
         features = []
         for k, extra in zip(range(start, stop), values):
             # Without fields: sinks write attributes by position, and copying the fields
@@ -236,7 +335,7 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
             if wkbs is not None:
                 feature.setGeometry(_multi_geometry(wkbs[k - start], transform))
             feature.setAttributes(
-                [*own_attributes[k], *extra] if own_attributes is not None else list(extra)
+                [*own[k - start], *extra] if own is not None else list(extra)
             )
             features.append(feature)
         yield features

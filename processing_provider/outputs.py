@@ -36,14 +36,15 @@ class OutputRows:
         geometries: object array (n,) of the evaluated (repaired, 2D) shapely geometries in
             their input layer's CRS, or the same on disk (``StoredGeometries``); None for the
             per-field table.
-        own: list (n,) of the input features' attribute lists; None for the per-field table.
+        own: the input features' attribute values (layers.AttributeTable of n rows); None for
+            the per-field table.
         columns: the evaluation's columns, one per extra field: lists (n,) of plain values,
             or arrays (n,) (``layers.feature_batches`` makes them plain batch by batch).
         transform: to the reference layer's CRS, for predicted geometries in another CRS.
     """
 
     geometries: np.ndarray | None
-    own: list | None
+    own: object | None
     columns: list
     transform: QgsCoordinateTransform | None = None
 
@@ -217,9 +218,9 @@ def _column(values):
     return qgis_values(values)
 
 
-def _own(features, layer, k) -> list:
-    """Attribute lists of prepared rows k (input rows layer.keep[k])."""
-    return [features.attributes[i] for i in layer.keep[k].tolist()]
+def _own(features, layer, k):
+    """The attribute values of prepared rows k (input rows layer.keep[k]), an AttributeTable."""
+    return features.attributes.take(layer.keep[k])
 
 
 def _fields(*specs) -> QgsFields:

@@ -189,8 +189,8 @@ class OverlapPairsAlgorithm(IoUEvaluationAlgorithm):
                 id_field = QgsField(sources[name].fields().at(id_index[name]))
                 id_field.setName(f"{prefix}_id")
                 fields.append(id_field)
-                attributes = features[name].attributes
-                columns.append([attributes[k][id_index[name]] for k in rows.tolist()])
+                ids = features[name].attributes.column(id_index[name])
+                columns.append([ids[k] for k in rows.tolist()])
         for name, attribute in METRIC_COLUMNS.items():
             fields.append(QgsField(name, FIELD_DOUBLE))
             columns.append(qgis_values(getattr(table.metrics, attribute)))

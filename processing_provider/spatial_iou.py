@@ -201,7 +201,7 @@ class SpatialIoUAlgorithm(IoUEvaluationAlgorithm):
             features = read_source(source, feedback, span, [index] if index >= 0 else [])
             if features is None:
                 return None
-            ids = [attributes[index] for attributes in features.attributes] if id_field else None
+            ids = features.attributes.column(index) if id_field else None
             read.append((features, ids))
         return read
 

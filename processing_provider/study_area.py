@@ -95,13 +95,12 @@ def apply_study_area(algorithm, parameters, context, feedback, predicted, refere
             selection = select(layer.geometries, layer.crs_wkt, area, area_crs, rule)
         except ValueError as exc:
             raise ValueError(f"{STUDY_AREA}: {exc}") from None
-        keep = selection.keep.tolist()
         selected.append(
             dataclasses.replace(
                 layer,
                 geometries=selection.geometries,
                 feature_ids=layer.feature_ids[selection.keep],
-                attributes=[layer.attributes[k] for k in keep],
+                attributes=layer.attributes.take(selection.keep),
             )
         )
         metrics[f"count_{name}_outside_study_area"] = selection.n_outside

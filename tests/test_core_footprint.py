@@ -187,9 +187,11 @@ def test_scores_stay_in_range_and_are_symmetric(x1, y1, s1, x2, y2, s2):
     assert one.dice[0] == pytest.approx(2 * one.iou[0] / (1 + one.iou[0]), abs=1e-9)
 
 
-def test_tiled_measures_equal_one_dissolve(monkeypatch):
-    # Overlapping boxes of both layers spread over several tiles: measured tile by tile (every
-    # footprint of more than 0 rows) and dissolved whole, the metrics agree.
+@pytest.mark.parametrize("way", ["pieces", "tiles"])
+def test_large_footprints_measured_in_parts_equal_one_dissolve(monkeypatch, way):
+    # Overlapping boxes of both layers (every footprint of more than 0 rows measured in parts):
+    # cut into disjoint pieces, or dissolved tile by tile (the way of densely overlapping
+    # layers), and dissolved whole, the metrics agree.
     from iou_evaluation.core.pairs import footprint
 
     rng = np.random.default_rng(7)
@@ -202,6 +204,10 @@ def test_tiled_measures_equal_one_dissolve(monkeypatch):
                           predicted_ids=ids_a, reference_ids=ids_b)
     monkeypatch.setattr(footprint, "TILED_ROWS", 0)
     monkeypatch.setattr(footprint, "_ROWS_PER_TILE", 20)
+    if way == "tiles":
+        monkeypatch.setattr(footprint, "_DENSE_PAIRS_PER_ROW", -1)
+    else:  # whatever the overlays would cost
+        monkeypatch.setattr(footprint, "_PIECES_MAX_RATIO", math.inf)
     tiled = footprint_iou(a, b, predicted_crs=None, reference_crs=None,
                           predicted_ids=ids_a, reference_ids=ids_b)
     for name in ("area_a", "area_b", "intersection", "union", "iou", "dice", "giou", "diou"):
@@ -210,3 +216,94 @@ def test_tiled_measures_equal_one_dissolve(monkeypatch):
         assert getattr(tiled.by_id, name) == pytest.approx(getattr(whole.by_id, name),
                                                            rel=1e-9), name
     assert 0 < whole.overall.iou[0] < 1
+
+
+def test_disjoint_pieces_keep_the_union_and_share_no_interior():
+    # Boxes overlapping in every way (partly, one inside another, exact copies, one box over
+    # many, rows that only touch): the pieces' interiors are pairwise disjoint and their union
+    # is shapely's union_all of the rows (areas by union_all and the pairwise overlays).
+    import shapely
+
+    from iou_evaluation.core.geometry.dissolve import _CUT_ONE_BY_ONE, disjoint_pieces
+
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0, 100, 200), rng.uniform(0, 100, 200)
+    rows = list(shapely.box(x, y, x + rng.uniform(1, 15, 200), y + rng.uniform(1, 15, 200)))
+    rows += [rows[0], rows[5], shapely.box(20, 20, 60, 60), shapely.box(30, 30, 31, 31),
+             shapely.box(200, 0, 210, 10), shapely.box(210, 0, 220, 10)]  # copies, touching
+    rows += [shapely.box(300 + k, 0, 301 + k, 1) for k in range(3 * _CUT_ONE_BY_ONE)]
+    rows.append(shapely.box(299.5, 0.25, 400, 0.75))  # over many, after them: cut by their union
+    geoms = np.array(rows, dtype=object)
+    pieces, source = disjoint_pieces(geoms)
+    assert len(pieces) == len(source) and set(source) <= set(range(len(geoms)))
+    union = shapely.union_all(geoms)
+    assert shapely.area(pieces).sum() == pytest.approx(shapely.area(union), rel=1e-12)
+    assert shapely.area(shapely.symmetric_difference(shapely.union_all(pieces), union)) \
+        == pytest.approx(0.0, abs=1e-9)
+    left, right = shapely.STRtree(pieces).query(pieces)
+    later = left < right
+    overlaps = shapely.area(shapely.intersection(pieces[left[later]], pieces[right[later]]))
+    assert overlaps.max() == pytest.approx(0.0, abs=1e-9)
+    # a row inside no other and overlapping none is its own piece, the same object
+    alone = np.flatnonzero(source == len(rows) - 3 * _CUT_ONE_BY_ONE - 2)
+    assert len(alone) == 1 and pieces[alone[0]] is geoms[len(rows) - 3 * _CUT_ONE_BY_ONE - 2]
+
+
+def test_disjoint_pieces_give_up_on_stacked_copies():
+    # 300 copies of one box: 44,850 pairs, far more than 8 per row, so no cutting is tried.
+    import shapely
+
+    from iou_evaluation.core.geometry.dissolve import disjoint_pieces
+
+    geoms = np.array([shapely.box(0, 0, 1, 1)] * 300 + [shapely.box(5, 5, 6, 6)], dtype=object)
+    assert disjoint_pieces(geoms, max_pairs_per_row=8) is None
+    pieces, _ = disjoint_pieces(geoms)
+    assert shapely.area(pieces).sum() == pytest.approx(2.0, rel=1e-12)
+
+
+def test_hull_candidates_keep_the_hull_of_all_vertices():
+    # Random boxes and triangles: the hull of the candidates is shapely's hull of every vertex.
+    import shapely
+
+    from iou_evaluation.core.pairs.footprint import _hull_candidates
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(0, 50, 500), rng.normal(0, 50, 500)
+    geoms = np.r_[shapely.box(x[:250], y[:250], x[:250] + 3, y[:250] + 2),
+                  [Polygon([(a, b), (a + 4, b + 1), (a + 1, b + 5)])
+                   for a, b in zip(x[250:], y[250:])]]
+    everything = shapely.convex_hull(shapely.multipoints(shapely.get_coordinates(geoms)))
+    candidates = _hull_candidates(geoms)
+    assert len(candidates) < len(shapely.get_coordinates(geoms)) / 2
+    assert shapely.equals(shapely.convex_hull(shapely.multipoints(candidates)), everything)
+
+
+def test_layers_measured_in_parts_choose_pieces_or_tiles_by_their_overlays(monkeypatch):
+    # Rows each meeting many detailed rows of the other layer (ratio above the limit) are
+    # measured tile by tile, others piece by piece; both against values by hand.
+    import shapely
+
+    from iou_evaluation.core.pairs import footprint
+
+    calls = []
+    real_tiled = footprint._tiled_metrics
+    monkeypatch.setattr(footprint, "_tiled_metrics",
+                        lambda *args: calls.append("tiles") or real_tiled(*args))
+    monkeypatch.setattr(footprint, "TILED_ROWS", 0)
+    grid = [box(x, y, x + 1, y + 1) for x in range(20) for y in range(20)]
+    fine = [shapely.segmentize(g, 0.01) for g in grid]  # 401 vertices each
+    shifted = [box(x + 0.5, y + 0.5, x + 1.5, y + 1.5) for x in range(20) for y in range(20)]
+    strips = [box(0.5, 0.1 * k, 19.5, 0.1 * k + 0.05) for k in range(200)]
+    # a shifted square meets 4 squares (1,521 pairs of 400 rows); a detailed square ~10 strips
+    assert footprint._overlay_vertices_ratio(np.array(shifted), np.array(grid)) < 5
+    assert footprint._overlay_vertices_ratio(np.array(strips), np.array(fine)) > 5
+    by_pieces = footprint_iou(shifted, grid, predicted_crs=None, reference_crs=None).overall
+    assert calls == []
+    by_tiles = footprint_iou(strips, fine, predicted_crs=None, reference_crs=None).overall
+    assert calls == ["tiles"]
+    # by hand: 400 unit squares against the same shifted by half: the overlap 19.5 × 19.5;
+    # 200 strips 19 × 0.05 inside the 20 × 20 squares
+    assert by_pieces.intersection[0] == pytest.approx(380.25, rel=1e-12)
+    assert by_pieces.iou[0] == pytest.approx(380.25 / 419.75, rel=1e-9)
+    assert by_tiles.intersection[0] == pytest.approx(190.0, rel=1e-12)
+    assert by_tiles.iou[0] == pytest.approx(190.0 / 400.0, rel=1e-9)

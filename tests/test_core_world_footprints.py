@@ -9,6 +9,7 @@ default) and the densified way (an equal-area CRS that is not cylindrical).
 """
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -192,10 +193,12 @@ def test_the_reading_rule_on_edges_near_a_full_turn():
     assert shapely.bounds(read[1]).tolist() == pytest.approx([-180, 0, 180, 1])  # drawn
 
 
+@pytest.mark.parametrize("parts", ["pieces", "tiles"])
 @pytest.mark.parametrize("way", ["lonlat", "densified"])
-def test_world_spanning_footprints_tile_by_tile(monkeypatch, way):
-    """The tiled footprint (above TILED_ROWS rows) on a layer with Antarctica, polygons across
-    180° and a cap round the North Pole, against the straightforward computation."""
+def test_world_spanning_footprints_in_parts(monkeypatch, way, parts):
+    """The footprint measured in parts (above TILED_ROWS rows: disjoint pieces, or tiles for
+    densely overlapping layers) on a layer with Antarctica, polygons across 180° and a cap
+    round the North Pole, against the straightforward computation."""
     ne = antarctica()
     n = 300 if way == "lonlat" else 30  # the densified way is slower on Antarctica's edges
     rng = np.random.default_rng(3)
@@ -214,6 +217,10 @@ def test_world_spanning_footprints_tile_by_tile(monkeypatch, way):
     whole = footprint_iou(pred, ref, equal_area_crs=crs, **LONLAT).overall
     monkeypatch.setattr(footprint_module, "TILED_ROWS", n // 6)
     monkeypatch.setattr(footprint_module, "_ROWS_PER_TILE", 10)  # 8 × 8 tiles, 4 × 4
+    if parts == "tiles":
+        monkeypatch.setattr(footprint_module, "_DENSE_PAIRS_PER_ROW", -1)
+    else:  # whatever the overlays would cost
+        monkeypatch.setattr(footprint_module, "_PIECES_MAX_RATIO", math.inf)
     tiled = footprint_iou(pred, ref, equal_area_crs=crs, **LONLAT).overall
     for metrics in (whole, tiled):
         assert metrics.area_a[0] == pytest.approx(area_a, rel=1e-6)

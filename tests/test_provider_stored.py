@@ -6,7 +6,6 @@ import json
 import pytest
 from conftest import SAMPLE_PREDICTED, SAMPLE_REFERENCE
 from qgis.core import (
-    QgsFeatureRequest,
     QgsProcessingContext,
     QgsProcessingException,
     QgsProcessingFeedback,
@@ -62,8 +61,11 @@ def test_work_units_on_disk_give_every_output_row_and_report_key_of_one_piece(
 def test_a_memory_layer_on_disk_gives_the_one_piece_rows(ioueval_provider, tmp_path,
                                                          monkeypatch):
     reference = QgsVectorLayer(SAMPLE_REFERENCE, "reference", "ogr")
-    memory = reference.materialize(QgsFeatureRequest())
-    assert memory.providerType() == "memory"  # read by the QGIS iterator, not GDAL
+    memory = QgsVectorLayer(f"MultiPolygon?crs={reference.crs().authid()}", "drawn", "memory")
+    memory.dataProvider().addAttributes(reference.fields().toList())
+    memory.updateFields()
+    memory.dataProvider().addFeatures(list(reference.getFeatures()))
+    assert memory.featureCount() == 100  # a memory layer: read by the QGIS iterator
     parameters = {"PREDICTED": SAMPLE_PREDICTED, "REFERENCE": memory}
     monkeypatch.setenv(WORK_UNITS_ENV, "0")
     one_rows, one_report = run(parameters, tmp_path, "one")
