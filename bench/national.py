@@ -12,12 +12,12 @@ QGIS_PLUGINPATH and a throw-away QGIS_CUSTOM_CONFIG_PATH profile with the plugin
 
 Modes:
 
-- ``one``: the algorithm as it is (one piece);
+- ``one``: one piece whatever the size (``IOU_EVALUATION_WORK_UNITS=0``: above 250,000
+  features the provider would choose work units itself);
 - ``units``: the same with ``IOU_EVALUATION_WORK_UNITS=<--unit-rows>`` in qgis_process's
-  environment, for the provider's choice of work units (``--unit-rows``: rows per work unit,
-  default the core's ``UNIT_FEATURES``). A provider that does not read the variable runs one
-  piece: ``n_units`` is the number N of the last "N work units" in the run's messages
-  (qgis_process's JSON log and stderr; None when no message says so);
+  environment: layers read to disk and evaluated in work units (``--unit-rows``: rows per
+  work unit, default the core's ``UNIT_FEATURES``); ``n_units`` is the number N of the last
+  "N work units" in the run's messages (None when no message says so);
 - ``dask``: a ``dask scheduler`` and ``--workers`` ``dask worker`` processes (``--threads``
   threads each) started by this script, OUTSIDE qgis_process, with the plugin's core
   importable as ``iou_evaluation.core`` (a folder holding an ``iou_evaluation`` link to this
@@ -327,6 +327,8 @@ def run_once(qgis: QgisProcess, gpkg: Path, mode: str, workers: int | None, args
     parameters += [f"{name}={out_dir / file}" for name, file in FILE_OUTPUTS.items()]
     if mode == "units":
         env[WORK_UNITS_ENV] = str(args.unit_rows)
+    elif mode == "one":  # one piece whatever the size (the provider's own choice aside)
+        env[WORK_UNITS_ENV] = "0"
     sampler = TreeSampler().start()
     cluster = None
     row = {"bench": "national", "started": datetime.datetime.now(datetime.timezone.utc)
