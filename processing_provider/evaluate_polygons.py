@@ -524,6 +524,11 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
         read with the fields they need and selected by the study area; None when canceled.
         With ``stored``, their geometries are kept on disk (``layers.read_source``)."""
         feedback.setProgressText(self.tr("Reading layers"))
+        if stored:
+            feedback.pushInfo(
+                f"{predicted_source.featureCount() + reference_source.featureCount():,} "
+                "features: the geometries are read to a temporary file and evaluated in "
+                f"exact work units ({WORK_UNITS_ENV} sets their size, 0 one piece)")
         reference = read_source(
             reference_source, feedback, (0, 10),
             self._attributes_to_read(parameters, fields, self.REFERENCE_FIELDS,

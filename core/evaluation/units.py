@@ -51,8 +51,12 @@ intersection, IoU, bound flag: 33 B each) ~0.1 GB; the quantity matrix for summa
 bootstrap (``summary.QUANTITIES`` columns) ~0.2 GB; bootstrap replicates are made in blocks
 (``grouping.bootstrap_weights``). Geometries are held only for the unit being evaluated
 (one per worker), except the repaired source geometries of the evaluated rows, which the
-caller's TP/FP/FN outputs are written from (about the size of the input layers). About 0.7 GB
-per million fields besides the geometries, against ~6 KB per field for a one-piece run.
+caller's TP/FP/FN outputs are written from: in memory when the layers were given as arrays
+(about the size of the input layers), on disk when they were given as
+``geometry.StoredGeometries`` (52 B per row in memory, ``geometry/stored.py``). About 0.7 GB
+per million fields besides the geometries, against ~6 KB per field for a one-piece run;
+measured through ``qgis_process`` on 1M generated fields, with every output: see
+bench/README.md ("National scale through qgis_process").
 """
 
 from __future__ import annotations
