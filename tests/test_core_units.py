@@ -311,3 +311,80 @@ def test_layers_in_two_crss_split_into_the_same_numbers():
     units = evaluate(predicted, reference, work_unit_features=5, **kwargs)
     assert one.metrics["count_tp"] > 0
     assert _differences(one, units) == []
+
+
+def _grid_of_fields(x0, y0, nx, ny, size, gap):
+    """Reference squares ``size`` wide ``gap`` apart, and predictions: each shifted by 4 %
+    of its size and 10 % smaller (planar coordinates of a projected CRS)."""
+    reference, predicted = [], []
+    for i in range(nx):
+        for j in range(ny):
+            x, y = x0 + i * (size + gap), y0 + j * (size + gap)
+            reference.append(shapely.box(x, y, x + size, y + size))
+            predicted.append(shapely.box(x + 0.04 * size, y + 0.04 * size,
+                                         x + 0.94 * size, y + 0.94 * size))
+    return np.array(reference, dtype=object), np.array(predicted, dtype=object)
+
+
+def test_units_in_web_mercator_far_north_reach_as_far_as_the_tolerance_on_the_ground():
+    # Fields 100 m square, 15 m apart on the ground at 75° N, drawn in EPSG:3857, where a
+    # metre on the ground is 3.9 m of the CRS: a 10 m tolerance reaches the neighbours.
+    import pyproj
+
+    to_mercator = pyproj.Transformer.from_crs("EPSG:32633", "EPSG:3857", always_xy=True)
+
+    def mercator(geometries):
+        dense = shapely.segmentize(geometries, 10.0)
+        return shapely.transform(dense, lambda xy: np.column_stack(
+            to_mercator.transform(xy[:, 0], xy[:, 1])))
+
+    reference, _ = _grid_of_fields(500_000.0, 8_320_000.0, 4, 4, 100.0, 15.0)
+    predicted = shapely.transform(reference, lambda xy: xy + [8.0, 8.0])  # 7 m from the next
+    reference, predicted = mercator(reference), mercator(predicted)
+    kwargs = dict(predicted_crs="EPSG:3857", reference_crs="EPSG:3857",
+                  boundary_tolerance_m=10.0)
+    one = evaluate(predicted, reference, **kwargs)
+    assert 0 < one.metrics["boundary_f1"] < 1
+    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
+                                      **kwargs)) == []
+
+
+def test_units_near_a_pole_in_longitude_latitude_reach_every_longitude_they_must():
+    # Cells 100 m square at 89.95° N, 20 m apart along the parallel, predictions 12 m east of
+    # their own: 8 m from the next cell, within a 10 m tolerance (a metre there is 0.01° of
+    # longitude).
+    lat0, dlat = 89.95, 100 / 111_694.0
+    metre = 1 / (111_320 * math.cos(math.radians(lat0 + dlat / 2)))  # of longitude
+    reference = np.array([shapely.box(-170 + k * 120 * metre, lat0,
+                                      -170 + (k * 120 + 100) * metre, lat0 + dlat)
+                          for k in range(6)], dtype=object)
+    predicted = shapely.transform(reference, lambda xy: xy + [12 * metre, 0])
+    kwargs = dict(predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
+                  boundary_tolerance_m=10.0)
+    one = evaluate(predicted, reference, **kwargs)
+    assert 0 < one.metrics["boundary_f1"] < 1
+    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
+                                      **kwargs)) == []
+
+
+def test_a_prediction_in_another_crs_meets_a_field_its_curved_image_reaches():
+    # A predicted box 10° wide in EPSG:4326, its edge a vertex every 0.01°: in EPSG:5070 the
+    # image of its bottom edge bends 17.8 m below the chord of 21 samples at -96°. A
+    # reference square overlapping that image by 10 m must be in the prediction's unit.
+    import pyproj
+
+    lon = np.round(np.arange(-100.3, -90.3 + 1e-9, 0.01), 6)
+    lat = np.round(np.arange(40.0, 41.0 + 1e-9, 0.01), 6)
+    ring = ([(x, 40.0) for x in lon] + [(-90.3, y) for y in lat[1:]]
+            + [(x, 41.0) for x in lon[::-1][1:]] + [(-100.3, y) for y in lat[::-1][1:]])
+    predicted = np.array([shapely.Polygon(ring)], dtype=object)
+    _, bottom = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:5070",
+                                            always_xy=True).transform(-96.0, 40.0)
+    top = bottom + 10.0
+    reference = np.array([shapely.box(-100, top - 190, 100, top),
+                          shapely.box(-100, top - 600, 100, top - 400)], dtype=object)
+    kwargs = dict(predicted_crs="EPSG:4326", reference_crs="EPSG:5070")
+    one = evaluate(predicted, reference, **kwargs)
+    assert one.per_reference["best_iou"][0] > 0  # the overlap, seen in one piece
+    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
+                                      **kwargs)) == []

@@ -8,8 +8,8 @@ whose nodes are the reference rows (ignore regions included) and the predicted r
 whose edges join a reference and a prediction whose envelopes, widened by the reach, meet.
 The reach is the boundary tolerance times the largest of its multiples (the boundary curve),
 or 0 without a tolerance, turned into the reference CRS's units generously (``_reach``);
-predicted envelopes in another CRS are transformed with densified edges and widened by
-``_TRANSFORM_MARGIN`` of their size. Components are packed, in order along a space-filling
+predicted envelopes in another CRS are transformed with densified edges and widened by twice
+their edges' bend between samples and by ``_TRANSFORM_MARGIN`` of their size. Components are packed, in order along a space-filling
 sweep, into units of at most ``max_features`` rows; a component larger than that is a unit
 of its own (a giant unit: checked against the memory budget first, ``check_unit_memory``).
 Each unit runs the geometry stages of ``evaluate`` (``evaluate_unit``: prepare, candidate
@@ -108,8 +108,8 @@ _BYTES_PER_VERTEX = 400
 _TRANSFORM_MARGIN = 1e-6
 
 #: Projected CRS: a metre of distance in a UTM zone is taken as up to this many metres of
-#: the CRS (a scale factor of 0.5 or more: every conformal or equal-area CRS within its area
-#: of use).
+#: the CRS, or 1.25 times the CRS's largest scale factor over the layers' extent when that is
+#: larger (``_largest_scale``: Web Mercator north of 60°).
 _SCALE_SAFETY = 2.0
 
 _METRES_PER_DEGREE = 110_574.0  # a degree of latitude at the equator, the shortest
@@ -683,25 +683,32 @@ def _boxes(rows: stages.Rows, options: stages.Options):
 
 
 def _transformed_boxes(boxes, source, target):
-    """Boxes transformed with 21 points per edge, widened by ``_TRANSFORM_MARGIN``."""
+    """Boxes transformed with 41 points per edge, widened by twice the largest bend of an
+    edge's image between two of every other point (how far the image of the point between
+    them lies from their chord: the image between 41 points bends less) and by
+    ``_TRANSFORM_MARGIN``."""
     out = np.full_like(boxes, np.nan)
     ok = np.isfinite(boxes).all(axis=1)
     if not ok.any():
         return out
     b = boxes[ok]
-    t = np.linspace(0.0, 1.0, 21)
-    xs = np.concatenate([b[:, [0]] + (b[:, [2]] - b[:, [0]]) * t, b[:, [2]] + 0 * t,
-                         b[:, [0]] + (b[:, [2]] - b[:, [0]]) * t, b[:, [0]] + 0 * t], axis=1)
-    ys = np.concatenate([b[:, [1]] + 0 * t, b[:, [1]] + (b[:, [3]] - b[:, [1]]) * t,
-                         b[:, [3]] + 0 * t, b[:, [1]] + (b[:, [3]] - b[:, [1]]) * t], axis=1)
+    t = np.linspace(0.0, 1.0, 41)
+    xs = np.stack([b[:, [0]] + (b[:, [2]] - b[:, [0]]) * t, b[:, [2]] + 0 * t,
+                   b[:, [0]] + (b[:, [2]] - b[:, [0]]) * t, b[:, [0]] + 0 * t], axis=1)
+    ys = np.stack([b[:, [1]] + 0 * t, b[:, [1]] + (b[:, [3]] - b[:, [1]]) * t,
+                   b[:, [3]] + 0 * t, b[:, [1]] + (b[:, [3]] - b[:, [1]]) * t], axis=1)
     transformer = pyproj.Transformer.from_crs(source, target, always_xy=True)
     x, y = transformer.transform(xs, ys)
-    x, y = np.asarray(x), np.asarray(y)
+    x, y = np.asarray(x), np.asarray(y)  # (n, 4 edges, 41 points)
     with np.errstate(invalid="ignore"):
+        bend = np.hypot(x[:, :, 1::2] - (x[:, :, :-1:2] + x[:, :, 2::2]) / 2,
+                        y[:, :, 1::2] - (y[:, :, :-1:2] + y[:, :, 2::2]) / 2)
+        bend = np.nanmax(bend.reshape(len(b), -1), axis=1)
+        x, y = x.reshape(len(b), -1), y.reshape(len(b), -1)
         lo_x, hi_x = np.nanmin(x, axis=1), np.nanmax(x, axis=1)
         lo_y, hi_y = np.nanmin(y, axis=1), np.nanmax(y, axis=1)
     size = np.maximum(hi_x - lo_x, hi_y - lo_y)
-    pad = _TRANSFORM_MARGIN * (size + np.abs(lo_x) + np.abs(lo_y) + 1.0)
+    pad = _TRANSFORM_MARGIN * (size + np.abs(lo_x) + np.abs(lo_y) + 1.0) + 2.0 * bend
     widened = np.column_stack([lo_x - pad, lo_y - pad, hi_x + pad, hi_y + pad])
     # Not transformable: a box over everything (one unit with every row: exact, slow).
     widened[~np.isfinite(widened).all(axis=1)] = [-1e300, -1e300, 1e300, 1e300]
@@ -721,9 +728,33 @@ def _reach(crs, reach: float, boxes):
         unit_deg = math.degrees(factor)
         dy = reach / _METRES_PER_DEGREE / unit_deg * 1.01
         lat = np.nanmax(np.abs(boxes[:, [1, 3]]), initial=0.0) * unit_deg + 1.0
-        return dy / math.cos(math.radians(min(lat, 89.9))), dy
-    d = reach / factor * _SCALE_SAFETY
+        if lat >= 90.0:  # within a degree of a pole: every longitude may be near
+            return 360.0 / unit_deg, dy
+        return dy / math.cos(math.radians(lat)), dy
+    d = reach / factor * max(_SCALE_SAFETY, 1.25 * _largest_scale(crs, boxes))
     return d, d
+
+
+def _largest_scale(crs, boxes) -> float:
+    """The largest scale factor (CRS distance per ground distance, along a meridian or a
+    parallel) of a projected CRS at 33 × 33 points over the boxes' extent (Web Mercator:
+    2.0 at 60°, 3.9 at 75°); 0 where PROJ cannot say."""
+    finite = boxes[np.isfinite(boxes).all(axis=1) & (np.abs(boxes) < 1e290).all(axis=1)]
+    if not len(finite):
+        return 0.0
+    x = np.linspace(finite[:, 0].min(), finite[:, 2].max(), 33)
+    y = np.linspace(finite[:, 1].min(), finite[:, 3].max(), 33)
+    gx, gy = (v.ravel() for v in np.meshgrid(x, y))
+    try:
+        to_lonlat = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
+        lon, lat = to_lonlat.transform(gx, gy)
+        factors = pyproj.Proj(crs).get_factors(lon, lat, errcheck=False)
+        scale = np.concatenate([np.asarray(factors.meridional_scale, dtype=float),
+                                np.asarray(factors.parallel_scale, dtype=float)])
+    except Exception:  # noqa: BLE001 (no geodetic CRS, no projection: the safety alone)
+        return 0.0
+    scale = scale[np.isfinite(scale)]
+    return float(scale.max()) if len(scale) else 0.0
 
 
 def _components(ref_boxes, pred_boxes, options) -> np.ndarray:
