@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import shapely
+from qgis.PyQt.QtCore import QVariant
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsCsException,
@@ -97,9 +98,13 @@ class AttributeTable:
 
 def _column_array(values) -> np.ndarray:
     """A column as int64 (every value a plain int in range), float64 (every value a
-    float), else objects, repeated strings stored once."""
+    float), else objects, repeated strings stored once; QGIS's NULL (a null QVariant, which
+    the feature iterator gives) becomes None, as the GeoPackage reader gives it."""
     values = list(values)
     kinds = {type(v) for v in values}
+    if QVariant in kinds:
+        values = [None if isinstance(v, QVariant) and v.isNull() else v for v in values]
+        kinds = {type(v) for v in values}
     if kinds == {int}:
         try:
             return np.array(values, dtype=np.int64)

@@ -201,3 +201,27 @@ def test_a_run_cancelled_while_writing_leaves_no_output_file(ioueval_provider, t
     results, ok = algorithm.run(parameters, QgsProcessingContext(), CancelAt(80))
     assert list(tmp_path.iterdir()) == []
     assert "COUNT_TP" not in (results or {})
+
+
+def test_null_reference_ids_are_null_in_every_output_and_the_report(ioueval_provider, tmp_path):
+    from qgis_layers import box_wkt, memory_layer
+
+    reference = memory_layer([box_wkt(0, 0, 100, 100), box_wkt(200, 0, 300, 100)],
+                             crs="EPSG:32613", ids=["a", None], name="reference")
+    predicted = memory_layer([box_wkt(0, 0, 100, 100)], crs="EPSG:32613", name="predicted")
+    run({"PREDICTED": predicted, "REFERENCE": reference, "REFERENCE_ID_FIELD": "id",
+         "REPORT_JSON": str(tmp_path / "report.json"),
+         "REPORT_HTML": str(tmp_path / "report.html")})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["metrics"]["count_fn"] == 1  # the field with the NULL id, as JSON null
+
+
+def test_an_empty_reference_with_bootstrap_and_a_tolerance_writes_its_html_report(
+        ioueval_provider, tmp_path):
+    from qgis_layers import box_wkt, memory_layer
+
+    reference = memory_layer([], crs="EPSG:32613", name="reference")
+    predicted = memory_layer([box_wkt(0, 0, 100, 100)], crs="EPSG:32613", name="predicted")
+    run({"PREDICTED": predicted, "REFERENCE": reference, "BOOTSTRAP": 20,
+         "BOUNDARY_TOLERANCE": 5, "REPORT_HTML": str(tmp_path / "report.html")})
+    assert "n/a" in (tmp_path / "report.html").read_text(encoding="utf-8")
