@@ -50,6 +50,9 @@ class _Spill:
     def close(self) -> None:
         self.file.close()
 
+    def __del__(self):  # the last store or view gone: the file goes, without a warning
+        self.file.close()
+
 
 class StoredGeometries:
     """A sequence of geometries (shapely or None) on disk, in the order appended.
