@@ -251,6 +251,23 @@ def write_geopackage(path, reference_geoms, reference_attrs, predicted_geoms, pr
     Attribute arrays of integer dtype become Integer64 columns, floats Real, anything else
     String (None becomes NULL). Null geometries are written as NULL, invalid ones as they are.
     """
+    from osgeo import ogr
+
+    dataset, srs, tmp = new_geopackage(path, crs)
+    for name, geoms, attrs, geometry_type in (
+        ("reference", reference_geoms, reference_attrs, ogr.wkbPolygon),
+        ("predicted", predicted_geoms, predicted_attrs, ogr.wkbUnknown),
+    ):
+        layer = create_layer(dataset, name, srs, geometry_type, attrs)
+        append_rows(dataset, layer, geoms, attrs)
+    dataset = None  # closed: then it takes the final name
+    Path(tmp).replace(path)
+
+
+def new_geopackage(path, crs):
+    """(dataset, srs, tmp): a new GeoPackage ``tmp`` beside ``path``, ``<stem>.partial.gpkg``
+    (so an interrupted write never looks finished; the caller closes it and renames it to
+    ``path``), and the CRS as an osr.SpatialReference."""
     from osgeo import ogr, osr
 
     ogr.UseExceptions()
@@ -262,44 +279,50 @@ def write_geopackage(path, reference_geoms, reference_attrs, predicted_geoms, pr
     srs = osr.SpatialReference()
     srs.SetFromUserInput(crs)
     srs.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
-    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(str(tmp))
-    for name, geoms, attrs, geometry_type in (
-        ("reference", reference_geoms, reference_attrs, ogr.wkbPolygon),
-        ("predicted", predicted_geoms, predicted_attrs, ogr.wkbUnknown),
-    ):
-        layer = dataset.CreateLayer(name, srs, geometry_type, options=["FID=fid"])
-        columns = []
-        for column, values in attrs.items():
-            values = np.asarray(values)
-            if values.dtype.kind in "iu":
-                field_type = ogr.OFTInteger64
-            elif values.dtype.kind == "f":
-                field_type = ogr.OFTReal
+    return ogr.GetDriverByName("GPKG").CreateDataSource(str(tmp)), srs, tmp
+
+
+def create_layer(dataset, name, srs, geometry_type, attrs):
+    """A layer with the columns of ``attrs``: integer arrays Integer64, floats Real, anything
+    else String."""
+    from osgeo import ogr
+
+    layer = dataset.CreateLayer(name, srs, geometry_type, options=["FID=fid"])
+    for column, values in attrs.items():
+        kind = np.asarray(values).dtype.kind
+        field_type = (ogr.OFTInteger64 if kind in "iu" else ogr.OFTReal if kind == "f"
+                      else ogr.OFTString)
+        layer.CreateField(ogr.FieldDefn(column, field_type))
+    return layer
+
+
+def append_rows(dataset, layer, geoms, attrs):
+    """Append rows to ``layer`` in one transaction (None as NULL, null geometries as NULL,
+    invalid ones as they are)."""
+    from osgeo import ogr
+
+    definition = layer.GetLayerDefn()
+    columns = [(definition.GetFieldDefn(i).GetName(), definition.GetFieldDefn(i).GetType())
+               for i in range(definition.GetFieldCount())]
+    columns = [(column, np.asarray(attrs[column]), field_type) for column, field_type in columns]
+    wkbs = shapely.to_wkb(np.asarray(geoms, dtype=object))
+    dataset.StartTransaction()
+    for k, wkb in enumerate(wkbs):
+        feature = ogr.Feature(definition)
+        for column, values, field_type in columns:
+            value = values[k]
+            if value is None:
+                feature.SetFieldNull(column)
+            elif field_type == ogr.OFTInteger64:
+                feature.SetField(column, int(value))
+            elif field_type == ogr.OFTReal:
+                feature.SetField(column, float(value))
             else:
-                field_type = ogr.OFTString
-            layer.CreateField(ogr.FieldDefn(column, field_type))
-            columns.append((column, values, field_type))
-        wkbs = shapely.to_wkb(np.asarray(geoms, dtype=object))
-        definition = layer.GetLayerDefn()
-        dataset.StartTransaction()
-        for k, wkb in enumerate(wkbs):
-            feature = ogr.Feature(definition)
-            for column, values, field_type in columns:
-                value = values[k]
-                if value is None:
-                    feature.SetFieldNull(column)
-                elif field_type == ogr.OFTInteger64:
-                    feature.SetField(column, int(value))
-                elif field_type == ogr.OFTReal:
-                    feature.SetField(column, float(value))
-                else:
-                    feature.SetField(column, str(value))
-            if wkb is not None:
-                feature.SetGeometry(ogr.CreateGeometryFromWkb(wkb))
-            layer.CreateFeature(feature)
-        dataset.CommitTransaction()
-    dataset = None
-    tmp.replace(path)
+                feature.SetField(column, str(value))
+        if wkb is not None:
+            feature.SetGeometry(ogr.CreateGeometryFromWkb(wkb))
+        layer.CreateFeature(feature)
+    dataset.CommitTransaction()
 
 
 # ---------------------------------------------------------------------------------------------

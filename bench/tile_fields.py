@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import shapely
 
-from generate import generate_fields, write_geopackage
+from generate import append_rows, create_layer, generate_fields, new_geopackage, write_geopackage
 
 #: Road between two copies (m).
 SEAM_ROAD_M = 30.0
@@ -94,29 +94,20 @@ def write_tiled(path, tile: int, copies: int, seed: int = 0) -> tuple[int, int]:
     (replaced) copy by copy, holding one tile in memory: the same rows, columns, column types
     and CRS as ``generate.write_geopackage(path, *tiled_fields(...))``. Returns the
     (reference, predicted) row counts."""
-    from osgeo import ogr, osr
+    from osgeo import ogr
 
     ref, ref_attrs, pred, pred_attrs, crs = generate_fields(tile, seed)
     x0, y0, x1, y1 = shapely.total_bounds(ref[~shapely.is_missing(ref)])
     pitch_x, pitch_y = x1 - x0 + SEAM_ROAD_M, y1 - y0 + SEAM_ROAD_M
     side = math.ceil(math.sqrt(copies))
     seams, seam_scores = _seams((x0, y0, x1, y1), copies, seed)
-    ogr.UseExceptions()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".partial.gpkg")
-    if tmp.exists():
-        tmp.unlink()
-    srs = osr.SpatialReference()
-    srs.SetFromUserInput(crs)
-    srs.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
-    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(str(tmp))
+    dataset, srs, tmp = new_geopackage(path, crs)
     n_pred = 0
     for name, geoms, attrs, geometry_type in (
         ("reference", ref, ref_attrs, ogr.wkbPolygon),
         ("predicted", pred, pred_attrs, ogr.wkbUnknown),
     ):
-        layer = _create_layer(dataset, name, srs, geometry_type, attrs)
+        layer = create_layer(dataset, name, srs, geometry_type, attrs)
         for c in range(copies):
             dx, dy = (c % side) * pitch_x, (c // side) * pitch_y
             shifted = shapely.transform(geoms, lambda xy, d=(dx, dy): xy + d)
@@ -127,60 +118,17 @@ def write_tiled(path, tile: int, copies: int, seed: int = 0) -> tuple[int, int]:
                 values["pred_id"] = np.arange(n_pred + 1, n_pred + len(geoms) + 1,
                                               dtype=np.int64)
                 n_pred += len(geoms)
-            _append(dataset, layer, shifted, values)
+            append_rows(dataset, layer, shifted, values)
     if len(seams):
-        _append(dataset, layer, seams, {
+        append_rows(dataset, layer, seams, {
             **{k: np.full(len(seams), None, dtype=object) for k in pred_attrs},
             "pred_id": np.arange(n_pred + 1, n_pred + len(seams) + 1, dtype=np.int64),
             "score": seam_scores,
             "kind": np.full(len(seams), "seam_merge", dtype=object),
         })
-    dataset = None
+    dataset = None  # closed: then it takes the final name
     tmp.replace(path)
     return copies * len(ref), n_pred + len(seams)
-
-
-def _create_layer(dataset, name, srs, geometry_type, attrs):
-    """A layer with the columns of ``attrs``, typed as generate.write_geopackage types them
-    (integer arrays Integer64, floats Real, anything else String)."""
-    from osgeo import ogr
-
-    layer = dataset.CreateLayer(name, srs, geometry_type, options=["FID=fid"])
-    for column, values in attrs.items():
-        kind = np.asarray(values).dtype.kind
-        field_type = (ogr.OFTInteger64 if kind in "iu" else ogr.OFTReal if kind == "f"
-                      else ogr.OFTString)
-        layer.CreateField(ogr.FieldDefn(column, field_type))
-    return layer
-
-
-def _append(dataset, layer, geoms, attrs):
-    """Append rows to ``layer`` in one transaction, as generate.write_geopackage writes them
-    (None as NULL, null geometries as NULL, invalid ones as they are)."""
-    from osgeo import ogr
-
-    definition = layer.GetLayerDefn()
-    columns = [(definition.GetFieldDefn(i).GetName(), definition.GetFieldDefn(i).GetType())
-               for i in range(definition.GetFieldCount())]
-    columns = [(column, np.asarray(attrs[column]), field_type) for column, field_type in columns]
-    wkbs = shapely.to_wkb(np.asarray(geoms, dtype=object))
-    dataset.StartTransaction()
-    for k, wkb in enumerate(wkbs):
-        feature = ogr.Feature(definition)
-        for column, values, field_type in columns:
-            value = values[k]
-            if value is None:
-                feature.SetFieldNull(column)
-            elif field_type == ogr.OFTInteger64:
-                feature.SetField(column, int(value))
-            elif field_type == ogr.OFTReal:
-                feature.SetField(column, float(value))
-            else:
-                feature.SetField(column, str(value))
-        if wkb is not None:
-            feature.SetGeometry(ogr.CreateGeometryFromWkb(wkb))
-        layer.CreateFeature(feature)
-    dataset.CommitTransaction()
 
 
 def main(argv=None):
