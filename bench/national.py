@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import re
@@ -82,7 +81,9 @@ from run import (  # noqa: E402  (bench/run.py: the same qgis_process set-up as 
     core_env,
     machine_info,
     source_state,
+    vm_hwm_kib,
 )
+from units import digest  # noqa: E402  (bench/units.py's: a report's and core.evaluate's compare)
 
 DATA_DIR = BENCH / "data"
 RESULTS_DIR = BENCH / "results"
@@ -113,26 +114,9 @@ def plugin_path_dir(workdir: Path) -> Path:
     return folder
 
 
-def digest(metrics: dict) -> str:
-    """sha256 (16 hex digits) of ``metrics`` as the report writes them: bench/units.py's
-    digest, so that a JSON report's metrics and core.evaluate's compare."""
-    from iou_evaluation.core.reports.data import to_json_text
-
-    return hashlib.sha256(to_json_text(metrics).encode()).hexdigest()[:16]
-
-
 # ---------------------------------------------------------------------------------------------
 # Memory of process trees
 # ---------------------------------------------------------------------------------------------
-
-
-def _vm_hwm_kib(pid: int) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
-    return int(match.group(1)) if match else 0
 
 
 class TreeSampler:
@@ -178,7 +162,7 @@ class TreeSampler:
                     rss += process.memory_info().rss
                 except psutil.Error:
                     continue
-                self.hwm[name] = max(self.hwm[name], _vm_hwm_kib(process.pid))
+                self.hwm[name] = max(self.hwm[name], vm_hwm_kib(process.pid))
             self.sampled[name] = max(self.sampled[name], rss)
             total += rss
         self.all_sampled = max(self.all_sampled, total)

@@ -222,7 +222,7 @@ def measure(command, *, env, log_path: Path, stdout_path: Path | None = None,
             proc.wait()
         else:
             while proc.poll() is None:
-                peak_kib = max(peak_kib, _vm_hwm_kib(proc.pid))
+                peak_kib = max(peak_kib, vm_hwm_kib(proc.pid))
                 time.sleep(0.02)
         wall_s = time.perf_counter() - start
         if timer:
@@ -247,7 +247,8 @@ def measure(command, *, env, log_path: Path, stdout_path: Path | None = None,
     return m
 
 
-def _vm_hwm_kib(pid: int) -> int:
+def vm_hwm_kib(pid: int) -> int:
+    """A process's peak resident set (VmHWM, KiB); 0 when it is gone."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
