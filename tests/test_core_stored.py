@@ -10,7 +10,7 @@ import shapely
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_core_units import _differences, _fields, _options
+from test_core_units import _differences, _fields, drawn_layers
 
 from iou_evaluation.core import evaluate
 from iou_evaluation.core.geometry.stored import StoredGeometries
@@ -72,14 +72,7 @@ def test_a_store_is_written_once_and_never_pickled():
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_stored_layers_give_the_one_piece_run_key_by_key(data):
-    nx, ny = data.draw(st.integers(2, 6)), data.draw(st.integers(2, 6))
-    reference, predicted = _fields(nx, ny, data.draw(st.integers(0, 10_000)))
-    kwargs = _options(data, len(reference), len(predicted))
-    crs = data.draw(st.sampled_from([None, "EPSG:32613"]))
-    if crs is not None:
-        reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
-        predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
-    kwargs.update(predicted_crs=crs, reference_crs=crs)
+    reference, predicted, kwargs = drawn_layers(data, max_side=6)
     one = evaluate(predicted, reference, **kwargs)
     split = data.draw(st.integers(0, len(reference)))
     stored = evaluate(_store(predicted), _store(reference, split),

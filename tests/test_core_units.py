@@ -17,6 +17,7 @@ from iou_evaluation.core.evaluation.evaluate import Options, check_rows
 from iou_evaluation.core.evaluation.units import split_units
 from iou_evaluation.core.util.memory import MEMORY_LIMIT_ENV, InsufficientMemoryError
 
+
 def _compare(a, b, path, out=None):
     """Differences between two results (nested dicts, lists, arrays, numbers) as paths:
     every value must be identical, floats bit for bit (NaN equal to NaN), boundary numbers
@@ -146,17 +147,25 @@ def _options(data, n_ref, n_pred):
     return kwargs
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_unit_by_unit_run_equals_the_one_piece_run_key_by_key(data):
-    nx, ny = data.draw(st.integers(2, 7)), data.draw(st.integers(2, 7))
+def drawn_layers(data, max_side: int):
+    """(reference, predicted, evaluate's keyword arguments) that hypothesis draws: blocks of
+    ``_fields`` up to ``max_side`` fields a side, every option ``_options`` may turn on,
+    planar or in a UTM zone (New Mexico, metres)."""
+    nx, ny = data.draw(st.integers(2, max_side)), data.draw(st.integers(2, max_side))
     reference, predicted = _fields(nx, ny, data.draw(st.integers(0, 10_000)))
     kwargs = _options(data, len(reference), len(predicted))
     crs = data.draw(st.sampled_from([None, "EPSG:32613"]))
-    if crs is not None:  # in New Mexico, metres
+    if crs is not None:
         reference = shapely.transform(reference, lambda xy: xy + [320_000, 3_830_000])
         predicted = shapely.transform(predicted, lambda xy: xy + [320_000, 3_830_000])
     kwargs.update(predicted_crs=crs, reference_crs=crs)
+    return reference, predicted, kwargs
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_unit_by_unit_run_equals_the_one_piece_run_key_by_key(data):
+    reference, predicted, kwargs = drawn_layers(data, max_side=7)
     one = evaluate(predicted, reference, **kwargs)
     units = evaluate(predicted, reference, work_unit_features=data.draw(st.integers(1, 12)),
                      **kwargs)
@@ -313,17 +322,19 @@ def test_layers_in_two_crss_split_into_the_same_numbers():
     assert _differences(one, units) == []
 
 
-def _grid_of_fields(x0, y0, nx, ny, size, gap):
-    """Reference squares ``size`` wide ``gap`` apart, and predictions: each shifted by 4 %
-    of its size and 10 % smaller (planar coordinates of a projected CRS)."""
-    reference, predicted = [], []
-    for i in range(nx):
-        for j in range(ny):
-            x, y = x0 + i * (size + gap), y0 + j * (size + gap)
-            reference.append(shapely.box(x, y, x + size, y + size))
-            predicted.append(shapely.box(x + 0.04 * size, y + 0.04 * size,
-                                         x + 0.94 * size, y + 0.94 * size))
-    return np.array(reference, dtype=object), np.array(predicted, dtype=object)
+def _squares(x0, y0, nx, ny, size, gap):
+    """nx × ny squares ``size`` wide, ``gap`` apart (object array, row by row)."""
+    return np.array([shapely.box(x0 + i * (size + gap), y0 + j * (size + gap),
+                                 x0 + i * (size + gap) + size, y0 + j * (size + gap) + size)
+                     for i in range(nx) for j in range(ny)], dtype=object)
+
+
+def _units_give_the_one_piece_run(predicted, reference, **kwargs):
+    """The one-piece evaluation, after checking that units of one row give it key by key."""
+    one = evaluate(predicted, reference, **kwargs)
+    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
+                                      **kwargs)) == []
+    return one
 
 
 def test_units_in_web_mercator_far_north_reach_as_far_as_the_tolerance_on_the_ground():
@@ -338,15 +349,13 @@ def test_units_in_web_mercator_far_north_reach_as_far_as_the_tolerance_on_the_gr
         return shapely.transform(dense, lambda xy: np.column_stack(
             to_mercator.transform(xy[:, 0], xy[:, 1])))
 
-    reference, _ = _grid_of_fields(500_000.0, 8_320_000.0, 4, 4, 100.0, 15.0)
+    reference = _squares(500_000.0, 8_320_000.0, 4, 4, 100.0, 15.0)
     predicted = shapely.transform(reference, lambda xy: xy + [8.0, 8.0])  # 7 m from the next
     reference, predicted = mercator(reference), mercator(predicted)
     kwargs = dict(predicted_crs="EPSG:3857", reference_crs="EPSG:3857",
                   boundary_tolerance_m=10.0)
-    one = evaluate(predicted, reference, **kwargs)
+    one = _units_give_the_one_piece_run(predicted, reference, **kwargs)
     assert 0 < one.metrics["boundary_f1"] < 1
-    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
-                                      **kwargs)) == []
 
 
 def test_units_near_a_pole_in_longitude_latitude_reach_every_longitude_they_must():
@@ -361,10 +370,8 @@ def test_units_near_a_pole_in_longitude_latitude_reach_every_longitude_they_must
     predicted = shapely.transform(reference, lambda xy: xy + [12 * metre, 0])
     kwargs = dict(predicted_crs="EPSG:4326", reference_crs="EPSG:4326",
                   boundary_tolerance_m=10.0)
-    one = evaluate(predicted, reference, **kwargs)
+    one = _units_give_the_one_piece_run(predicted, reference, **kwargs)
     assert 0 < one.metrics["boundary_f1"] < 1
-    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
-                                      **kwargs)) == []
 
 
 def test_a_prediction_in_another_crs_meets_a_field_its_curved_image_reaches():
@@ -384,7 +391,5 @@ def test_a_prediction_in_another_crs_meets_a_field_its_curved_image_reaches():
     reference = np.array([shapely.box(-100, top - 190, 100, top),
                           shapely.box(-100, top - 600, 100, top - 400)], dtype=object)
     kwargs = dict(predicted_crs="EPSG:4326", reference_crs="EPSG:5070")
-    one = evaluate(predicted, reference, **kwargs)
+    one = _units_give_the_one_piece_run(predicted, reference, **kwargs)
     assert one.per_reference["best_iou"][0] > 0  # the overlap, seen in one piece
-    assert _differences(one, evaluate(predicted, reference, work_unit_features=1,
-                                      **kwargs)) == []
