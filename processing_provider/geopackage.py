@@ -19,7 +19,7 @@ from qgis.core import (
 )
 
 from .compat import ORIGIN_PROVIDER, field_type_id
-from .wkb import geometries_from_wkb
+from .wkb import GeometryBatches
 
 #: Field types read directly, as QMetaType ids (compat.field_type_id): Int, LongLong,
 #: Double, QString. Dates, times, binary, lists and maps are values QGIS makes its own
@@ -98,23 +98,15 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
         return None
     gdal.PushErrorHandler("CPLQuietErrorHandler")  # failures fall back to QGIS, silently
     try:
+        batches = GeometryBatches(store)
         read = _read_columns(gdal, ogr, location, [fields.at(i).name() for i in wanted],
-                             is_canceled, store)
+                             is_canceled, batches)
     finally:
         gdal.PopErrorHandler()
     if read is None or read is CANCELED:
         return read
-    ids, wkbs, values = read
-    n = sum(len(part) for part in ids)
-    if store is not None:
-        geometries, n_curved = wkbs
-    else:
-        geometries = np.empty(n, dtype=object)
-        at, n_curved = 0, 0
-        for part in wkbs:
-            geometries[at:at + len(part)], curved = geometries_from_wkb(part)
-            at += len(part)
-            n_curved += curved
+    ids, values = read
+    geometries, n_curved = batches.geometries()
     columns = [None] * fields.count()  # None: a field not read (NULL)
     for index, column in zip(wanted, values):
         columns[index] = column
@@ -122,10 +114,9 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
     return geometries, feature_ids, columns, n_curved
 
 
-def _read_columns(gdal, ogr, location, names, is_canceled, store=None):
-    """(fid batches, WKB batches, one value list per name), None when the layer cannot be
-    read directly, or CANCELED. With ``store``, the geometries are made and written to it
-    batch by batch, and (store, how many had arcs) comes in place of the WKB batches."""
+def _read_columns(gdal, ogr, location, names, is_canceled, batches):
+    """(fid batches, one value list per name), None when the layer cannot be read directly,
+    or CANCELED; each batch's geometries go to ``batches`` (``wkb.GeometryBatches``)."""
     dataset = gdal.OpenEx(location[0], gdal.OF_VECTOR | gdal.OF_READONLY,
                           allowed_drivers=["GPKG"])
     layer = dataset.GetLayerByName(location[1]) if dataset is not None else None
@@ -153,24 +144,18 @@ def _read_columns(gdal, ogr, location, names, is_canceled, store=None):
     )
     if stream is None:
         return None
-    ids, wkbs, values = [], [], [[] for _ in names]
-    n_curved = 0
+    ids, values = [], [[] for _ in names]
     for batch in stream:
         if is_canceled():
             return CANCELED
         ids.append(np.asarray(batch[fid_column], dtype=np.int64))
-        if store is not None:
-            geometries, curved = geometries_from_wkb(_filled(batch[geometry_column]))
-            store.append(geometries)
-            n_curved += curved
-        else:
-            wkbs.append(_filled(batch[geometry_column]))
+        batches.add(_filled(batch[geometry_column]))
         for column, name in zip(values, names):
             column += _plain_values(batch[name])
     # A stream that stopped on an error ends early: then the counts differ.
     if sum(len(part) for part in ids) != layer.GetFeatureCount(force=1):
         return None
-    return ids, (store, n_curved) if store is not None else wkbs, values
+    return ids, values
 
 
 def _filled(geometry_column) -> np.ndarray:

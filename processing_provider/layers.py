@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import shapely
 from qgis.PyQt.QtCore import QVariant
 from qgis.core import (
     QgsCoordinateReferenceSystem,
@@ -24,7 +23,7 @@ from qgis.core import (
 from ..core.geometry.stored import StoredGeometries, num_coordinates_of, wkb_of
 from .compat import SKIP_GEOMETRY_CHECKS, WKT2_2019
 from .geopackage import CANCELED, read_geopackage
-from .wkb import geometries_from_wkb
+from .wkb import GeometryBatches
 
 
 class AttributeTable:
@@ -214,7 +213,7 @@ def read_source(
     wkbs, ids, attributes, tables = [], [], [], []
     n_fields = source.fields().count()
     add_wkb, add_id, add_attributes = wkbs.append, ids.append, attributes.append
-    batches = _GeometryBatches(StoredGeometries() if stored else None)
+    batches = GeometryBatches(StoredGeometries() if stored else None)
     next_check = time.monotonic() + CHECK_INTERVAL_S
     for k, feature in enumerate(source.getFeatures(request, SKIP_GEOMETRY_CHECKS)):
         # A null geometry gives empty WKB, which from_wkb turns into None.
@@ -242,29 +241,6 @@ def read_source(
         crs_wkt=crs_wkt,
         n_curved=n_curved,
     )
-
-
-class _GeometryBatches:
-    """Geometries made from WKB batch by batch, into an array or a store."""
-
-    def __init__(self, store=None):
-        self.store, self.parts, self.n_curved = store, [], 0
-
-    def add(self, wkbs) -> None:
-        if not len(wkbs):
-            return
-        geometries, curved = geometries_from_wkb(np.array(wkbs, dtype=object).reshape(-1))
-        self.n_curved += curved
-        if self.store is not None:
-            self.store.append(geometries)
-        else:
-            self.parts.append(geometries)
-
-    def geometries(self):
-        """(object array or StoredGeometries, how many had arcs)."""
-        if self.store is not None:
-            return self.store, self.n_curved
-        return np.concatenate(self.parts + [np.zeros(0, dtype=object)]), self.n_curved
 
 
 def to_qgis_value(value):

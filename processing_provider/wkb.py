@@ -88,3 +88,29 @@ def _holds_curves(collection) -> bool:
     except NotImplementedError:
         return True
     return any(_holds_curves(part) for part in parts[shapely.get_type_id(parts) == _COLLECTION])
+
+
+class GeometryBatches:
+    """Geometries made from WKB batch by batch (``geometries_from_wkb``), into an array or,
+    with ``store`` (a ``core.geometry.StoredGeometries``), onto disk: never a whole layer's
+    WKB at once."""
+
+    def __init__(self, store=None):
+        self.store, self.parts, self.n_curved = store, [], 0
+
+    def add(self, wkbs) -> None:
+        """Make and keep one batch (a sequence of WKB bytes, None for a null geometry)."""
+        if not len(wkbs):
+            return
+        geometries, curved = geometries_from_wkb(np.array(wkbs, dtype=object).reshape(-1))
+        self.n_curved += curved
+        if self.store is not None:
+            self.store.append(geometries)
+        else:
+            self.parts.append(geometries)
+
+    def geometries(self):
+        """(object array or the store, how many geometries had arcs)."""
+        if self.store is not None:
+            return self.store, self.n_curved
+        return np.concatenate(self.parts + [np.zeros(0, dtype=object)]), self.n_curved

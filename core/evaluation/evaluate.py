@@ -289,6 +289,12 @@ class Rows:
     predicted_class: np.ndarray | None = None
     scores: np.ndarray | None = None
 
+    @property
+    def stored(self) -> bool:
+        """Whether a layer is on disk (``StoredGeometries``): then evaluated in units."""
+        return isinstance(self.reference, StoredGeometries) or isinstance(
+            self.predicted, StoredGeometries)
+
     def subset(self, reference_rows: np.ndarray, predicted_rows: np.ndarray) -> Rows:
         """The rows at these positions (int arrays, increasing), every column alike."""
         def pick(values, rows):
@@ -754,9 +760,7 @@ def evaluate(
         predicted_classes=predicted_classes, reference_classes=reference_classes,
         predicted_scores=predicted_scores,
     )
-    stored = isinstance(rows.reference, StoredGeometries) or isinstance(
-        rows.predicted, StoredGeometries)
-    if executor is not None or work_unit_features is not None or stored:
+    if executor is not None or work_unit_features is not None or rows.stored:
         from .units import UNIT_FEATURES, evaluate_in_units  # units builds on these stages
 
         return evaluate_in_units(rows, options, progress, executor,

@@ -9,9 +9,10 @@ whose edges join a reference and a prediction whose envelopes, widened by the re
 The reach is the boundary tolerance times the largest of its multiples (the boundary curve),
 or 0 without a tolerance, turned into the reference CRS's units generously (``_reach``);
 predicted envelopes in another CRS are transformed with densified edges and widened by twice
-their edges' bend between samples and by ``_TRANSFORM_MARGIN`` of their size. Components are packed, in order along a space-filling
-sweep, into units of at most ``max_features`` rows; a component larger than that is a unit
-of its own (a giant unit: checked against the memory budget first, ``check_unit_memory``).
+their edges' bend between samples and by ``_TRANSFORM_MARGIN`` of their size. Components are
+packed, in order along a space-filling sweep, into units of at most ``max_features`` rows; a
+component larger than that is a unit of its own (a giant unit: checked against the memory
+budget first, ``check_unit_memory``).
 Each unit runs the geometry stages of ``evaluate`` (``evaluate_unit``: prepare, candidate
 pairs, match, ignore coverage, boundary distances and lengths, the boundary curve's lengths,
 average precision's candidate pairs); everything else runs once on the units' compact arrays
@@ -77,12 +78,11 @@ from ..boundary.curve import (
     draw_sample,
     sampled_side,
 )
-from ..boundary.distances import utm_epsg_codes
 from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
 from ..geometry.prepare import PreparedLayer, log_counts
 from ..geometry.prepare import logger as prepare_logger
-from ..geometry.stored import StoredGeometries, bounds_of
+from ..geometry.stored import StoredGeometries, bounds_of, num_coordinates_of
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
@@ -183,8 +183,8 @@ def check_unit_memory(rows: stages.Rows, unit: WorkUnit) -> None:
     Raises:
         InsufficientMemoryError: with the unit's row count and its three largest rows.
     """
-    ref_v = _vertices(rows.reference, unit.reference_rows)
-    pred_v = _vertices(rows.predicted, unit.predicted_rows)
+    ref_v = num_coordinates_of(rows.reference, unit.reference_rows)
+    pred_v = num_coordinates_of(rows.predicted, unit.predicted_rows)
 
     def what():
         largest = sorted(
@@ -196,13 +196,6 @@ def check_unit_memory(rows: stages.Rows, unit: WorkUnit) -> None:
                 + ", ".join(f"{name}, {v:,} vertices" for v, name in largest) + ")")
 
     check_memory("work unit", float(ref_v.sum() + pred_v.sum()) * _BYTES_PER_VERTEX, what)
-
-
-def _vertices(geometries, positions) -> np.ndarray:
-    """Vertex counts of some rows of an object array or a store."""
-    if isinstance(geometries, StoredGeometries):
-        return geometries.num_coordinates[positions]
-    return shapely.get_num_coordinates(geometries[positions])
 
 
 @dataclass(frozen=True)
@@ -313,7 +306,7 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     quiet = _Quiet()
     prepare_logger.addFilter(quiet)  # the counts are logged once, for the whole run
     try:
-        spill = _SourceSpill() if _stored(rows) else None
+        spill = _SourceSpill() if rows.stored else None
         results = _run_units(units, rows, options, curve, want_ap, progress.span(1, 75),
                              executor, spill)
         return _conclude(units, results, rows, options, curve, progress, executor, spill)
@@ -358,19 +351,14 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor, spill=No
                 continue
             while futures and (len(futures) >= IN_FLIGHT or k + 1 == len(units)):
                 first = min(futures)
-                results[first] = keep(dataclasses.replace(futures.pop(first).result(),
-                                                           unit=units[first]))
+                result = futures.pop(first).result()
+                results[first] = keep(dataclasses.replace(result, unit=units[first]))
                 done += units[first].n
                 advance(done / total)
     finally:
         for future in futures.values():
             future.cancel()
     return results
-
-
-def _stored(rows: stages.Rows) -> bool:
-    return isinstance(rows.reference, StoredGeometries) or isinstance(
-        rows.predicted, StoredGeometries)
 
 
 class _SourceSpill:

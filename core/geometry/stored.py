@@ -118,8 +118,9 @@ class StoredGeometries:
 
     def take(self, positions) -> np.ndarray:
         """The geometries at ``positions`` (int array or slice) as a new object array."""
-        wkbs = np.empty(len(self._frozen()[0][positions]), dtype=object)
-        wkbs[:] = self.wkb(positions)
+        read = self.wkb(positions)
+        wkbs = np.empty(len(read), dtype=object)
+        wkbs[:] = read
         return shapely.from_wkb(wkbs)
 
     def view(self, positions) -> StoredGeometries:
@@ -172,8 +173,9 @@ def bounds_of(geometries) -> np.ndarray:
     return shapely.bounds(geometries)
 
 
-def num_coordinates_of(geometries) -> np.ndarray:
-    """``shapely.get_num_coordinates`` of an object array or ``StoredGeometries``."""
+def num_coordinates_of(geometries, positions=slice(None)) -> np.ndarray:
+    """``shapely.get_num_coordinates`` of the rows at ``positions`` (all by default) of an
+    object array or ``StoredGeometries`` (from memory)."""
     if isinstance(geometries, StoredGeometries):
-        return geometries.num_coordinates
-    return shapely.get_num_coordinates(geometries)
+        return geometries.num_coordinates[positions]
+    return shapely.get_num_coordinates(geometries[positions])
