@@ -95,6 +95,14 @@ class AttributeTable:
             yield from self.rows(slice(start, start + 10_000))
 
 
+def plain_null(value):
+    """An attribute value with QGIS's NULL (a null QVariant, which the feature iterator
+    gives) as None; any other value as it is."""
+    if isinstance(value, QVariant) and value.isNull():
+        return None
+    return value
+
+
 def _column_array(values) -> np.ndarray:
     """A column as int64 (every value a plain int in range), float64 (every value a
     float), else objects, repeated strings stored once; QGIS's NULL (a null QVariant, which
@@ -102,7 +110,7 @@ def _column_array(values) -> np.ndarray:
     values = list(values)
     kinds = {type(v) for v in values}
     if QVariant in kinds:
-        values = [None if isinstance(v, QVariant) and v.isNull() else v for v in values]
+        values = [plain_null(v) for v in values]
         kinds = {type(v) for v in values}
     if kinds == {int}:
         try:

@@ -16,6 +16,7 @@ from qgis.core import (
 
 from ..core.text.model_text import COORDINATE_FORMATS
 from .compat import ADVANCED, FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
+from .layers import plain_null
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"
@@ -153,24 +154,10 @@ def read_columns(source, indices: dict, feedback, progress_range=(0.0, 20.0)):
         ids.append(feature.id())
         for name, index in indices.items():
             value = attributes[index] if index >= 0 else None
-            columns[name].append(_plain(value))
+            columns[name].append(plain_null(value))
         if time.monotonic() >= next_check:
             if feedback.isCanceled():
                 return None
             feedback.setProgress(start + (end - start) * k / total)
             next_check = time.monotonic() + 0.1
     return columns, ids
-
-
-def _plain(value):
-    """A QGIS attribute as a plain value: NULL (a null QVariant) becomes None."""
-    if value is None:
-        return None
-    try:
-        from qgis.PyQt.QtCore import QVariant
-
-        if isinstance(value, QVariant) and value.isNull():
-            return None
-    except ImportError:  # pragma: no cover
-        pass
-    return value
