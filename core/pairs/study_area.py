@@ -84,9 +84,15 @@ def select_in_study_area(
         ValueError: an unknown rule, or exactly one of the layer and the study area with a
             CRS.
     """
+    geoms = geometry_array(geometries, "layer")
+    return _select(geoms, _area_for_layer(crs, study_area, study_area_crs, rule), rule)
+
+
+def _area_for_layer(crs, study_area, study_area_crs, rule: str):
+    """The study area in the layer's CRS, after checking the rule and the CRSs (raises
+    ValueError as ``select_in_study_area``)."""
     if rule not in STUDY_AREA_RULES:
         raise ValueError(f"study area rule must be one of {STUDY_AREA_RULES}, got {rule!r}")
-    geoms = geometry_array(geometries, "layer")
     crs = resolve_crs(crs, "layer crs")
     area_crs = resolve_crs(study_area_crs, "study area crs")
     try:
@@ -95,7 +101,11 @@ def select_in_study_area(
         raise ValueError(
             "The study area and the layers must all have a CRS or all have none"
         ) from None
-    area = _in_layer_crs(study_area, area_crs, crs)
+    return _in_layer_crs(study_area, area_crs, crs)
+
+
+def _select(geoms, area, rule: str) -> StudyAreaSelection:
+    """The rows of ``geoms`` (object array) that ``area`` (in their CRS, or None) keeps."""
     present = shapely.is_geometry(geoms) & ~shapely.is_empty(geoms)
     inside = ~present  # null and empty rows are kept
     out = geoms.copy()
@@ -134,9 +144,9 @@ def select_stored_in_study_area(stored, crs, study_area, study_area_crs,
     """
     kept, out = [np.zeros(0, dtype=np.int64)], StoredGeometries()
     n_outside = n_clipped = 0
+    area = _area_for_layer(crs, study_area, study_area_crs, rule)  # once for every chunk
     for start in range(0, len(stored), chunk_rows):
-        part = select_in_study_area(stored.take(slice(start, start + chunk_rows)), crs,
-                                    study_area, study_area_crs, rule)
+        part = _select(stored.take(slice(start, start + chunk_rows)), area, rule)
         kept.append(part.keep + start)
         out.append(part.geometries)
         n_outside += part.n_outside
