@@ -18,6 +18,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
+from .attributes import AttributeTable
 from .compat import ORIGIN_PROVIDER, field_type_id
 from .wkb import GeometryBatches
 
@@ -81,10 +82,9 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
-        (n,), columns: one list (n,) of values per field in field order (None for a field
-        not read), n_curved: how many
-        geometries with arcs were cut into straight segments, ``wkb.geometries_from_wkb``), or
-        None;
+        (n,), attributes: a ``layers.AttributeTable`` in field order (fields not read are
+        NULL), n_curved: how many geometries with arcs were cut into straight segments,
+        ``wkb.geometries_from_wkb``), or None;
         ``CANCELED`` when ``is_canceled`` said so.
     """
     try:
@@ -105,18 +105,18 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
         gdal.PopErrorHandler()
     if read is None or read is CANCELED:
         return read
-    ids, values = read
+    ids, tables = read
     geometries, n_curved = batches.geometries()
-    columns = [None] * fields.count()  # None: a field not read (NULL)
-    for index, column in zip(wanted, values):
-        columns[index] = column
+    table = AttributeTable.concatenate(tables, len(wanted)).placed(wanted, fields.count())
     feature_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    return geometries, feature_ids, columns, n_curved
+    return geometries, feature_ids, table, n_curved
 
 
 def _read_columns(gdal, ogr, location, names, is_canceled, batches):
-    """(fid batches, one value list per name), None when the layer cannot be read directly,
-    or CANCELED; each batch's geometries go to ``batches`` (``wkb.GeometryBatches``)."""
+    """(fid batches, one AttributeTable of the named fields per batch), None when the layer
+    cannot be read directly, or CANCELED; each batch's geometries go to ``batches``
+    (``wkb.GeometryBatches``). Values become compact columns batch by batch: a whole
+    layer's as Python values would take about 40 B each."""
     dataset = gdal.OpenEx(location[0], gdal.OF_VECTOR | gdal.OF_READONLY,
                           allowed_drivers=["GPKG"])
     layer = dataset.GetLayerByName(location[1]) if dataset is not None else None
@@ -144,18 +144,19 @@ def _read_columns(gdal, ogr, location, names, is_canceled, batches):
     )
     if stream is None:
         return None
-    ids, values = [], [[] for _ in names]
+    ids, tables = [], []
     for batch in stream:
         if is_canceled():
             return CANCELED
-        ids.append(np.asarray(batch[fid_column], dtype=np.int64))
+        # A copy: a view would keep the whole Arrow batch, its WKB too, until the end.
+        ids.append(np.array(batch[fid_column], dtype=np.int64))
         batches.add(_filled(batch[geometry_column]))
-        for column, name in zip(values, names):
-            column += _plain_values(batch[name])
+        tables.append(AttributeTable.from_columns(
+            [_plain_values(batch[name]) for name in names], len(ids[-1])))
     # A stream that stopped on an error ends early: then the counts differ.
     if sum(len(part) for part in ids) != layer.GetFeatureCount(force=1):
         return None
-    return ids, values
+    return ids, tables
 
 
 def _filled(geometry_column) -> np.ndarray:

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from qgis.PyQt.QtCore import QVariant
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsCsException,
@@ -21,110 +20,11 @@ from qgis.core import (
 )
 
 from ..core.geometry.stored import StoredGeometries, num_coordinates_of, wkb_of
+from ..core.util import allocator
+from .attributes import AttributeTable
 from .compat import SKIP_GEOMETRY_CHECKS, WKT2_2019
 from .geopackage import CANCELED, read_geopackage
 from .wkb import GeometryBatches
-
-
-class AttributeTable:
-    """The attribute values of a layer's rows, held column by column: a column of whole
-    numbers as int64, of floats as float64, anything else as objects with repeated strings
-    shared (about 8 bytes per value, where a list per row of Python values takes about 60).
-
-    Reads like a list of rows: ``table[k]`` and iteration give one row's values as a list in
-    field order (plain Python values: ints, floats, str, QGIS's NULL...), ``len(table)``.
-    """
-
-    def __init__(self, columns: list, n: int):
-        self._columns, self._n = columns, n
-
-    @classmethod
-    def from_columns(cls, columns: list, n: int) -> "AttributeTable":
-        """From one sequence (n,) of values per field (None: a field not read, all NULL)."""
-        return cls([None if c is None else _column_array(c) for c in columns], n)
-
-    @classmethod
-    def from_rows(cls, rows: list, n_fields: int) -> "AttributeTable":
-        """From a list of rows, each a list of ``n_fields`` values."""
-        return cls.from_columns([[row[i] for row in rows] for i in range(n_fields)]
-                                if rows else [[] for _ in range(n_fields)], len(rows))
-
-    @classmethod
-    def concatenate(cls, tables: list, n_fields: int) -> "AttributeTable":
-        if not tables:
-            return cls([None] * n_fields, 0)
-        columns = []
-        for i in range(n_fields):
-            parts = [t._columns[i] for t in tables]
-            if all(p is None for p in parts):
-                columns.append(None)
-                continue
-            parts = [np.full(len(t), None, dtype=object) if p is None else p
-                     for p, t in zip(parts, tables)]
-            if len({p.dtype for p in parts}) > 1:
-                parts = [p.astype(object) for p in parts]
-            columns.append(np.concatenate(parts))
-        return cls(columns, sum(len(t) for t in tables))
-
-    def __len__(self) -> int:
-        return self._n
-
-    def column(self, index: int) -> list:
-        """One field's values, plain (a list of n)."""
-        values = self._columns[index]
-        return [None] * self._n if values is None else values.tolist()
-
-    def rows(self, positions) -> list:
-        """The rows at ``positions`` (int array or slice), each a list of plain values."""
-        n = len(range(self._n)[positions]) if isinstance(positions, slice) else len(positions)
-        columns = [itertools.repeat(None, n) if c is None else c[positions].tolist()
-                   for c in self._columns]
-        return [list(row) for row in zip(*columns)] if columns else [[] for _ in range(n)]
-
-    def take(self, positions) -> "AttributeTable":
-        """A table of the rows at ``positions`` (int array)."""
-        positions = np.asarray(positions, dtype=np.int64)
-        return AttributeTable([None if c is None else c[positions] for c in self._columns],
-                              len(positions))
-
-    def __getitem__(self, k: int) -> list:
-        return self.rows([int(k)])[0]
-
-    def __iter__(self):
-        for start in range(0, self._n, 10_000):
-            yield from self.rows(slice(start, start + 10_000))
-
-
-def plain_null(value):
-    """An attribute value with QGIS's NULL (a null QVariant, which the feature iterator
-    gives) as None; any other value as it is."""
-    if isinstance(value, QVariant) and value.isNull():
-        return None
-    return value
-
-
-def _column_array(values) -> np.ndarray:
-    """A column as int64 (every value a plain int in range), float64 (every value a
-    float), else objects, repeated strings stored once; QGIS's NULL (a null QVariant, which
-    the feature iterator gives) becomes None, as the GeoPackage reader gives it."""
-    values = list(values)
-    kinds = {type(v) for v in values}
-    if QVariant in kinds:
-        values = [plain_null(v) for v in values]
-        kinds = {type(v) for v in values}
-    if kinds == {int}:
-        try:
-            return np.array(values, dtype=np.int64)
-        except OverflowError:
-            pass
-    if kinds == {float}:
-        return np.array(values, dtype=np.float64)
-    out = np.empty(len(values), dtype=object)
-    if str in kinds:
-        shared = {}
-        values = [shared.setdefault(v, v) if type(v) is str else v for v in values]
-    out[:] = values
-    return out
 
 
 @dataclass
@@ -201,6 +101,14 @@ def read_source(
 
     Returns a SourceFeatures, or None if the user canceled.
     """
+    try:
+        return _read_source(source, feedback, progress_range, attribute_indices, geopackage,
+                            stored)
+    finally:
+        allocator.trim()  # the batches' memory, which glibc would keep in its heap
+
+
+def _read_source(source, feedback, progress_range, attribute_indices, geopackage, stored):
     crs_wkt = layer_crs_definition(source.sourceCrs())
     if geopackage is not None:
         read = read_geopackage(geopackage, source.fields(), attribute_indices,
@@ -209,10 +117,7 @@ def read_source(
             return None
         if read is not None:
             feedback.setProgress(progress_range[1])
-            geometries, feature_ids, columns, n_curved = read
-            return SourceFeatures(geometries, feature_ids,
-                                  AttributeTable.from_columns(columns, len(feature_ids)),
-                                  crs_wkt, n_curved)
+            return SourceFeatures(*read[:3], crs_wkt, read[3])
     request = QgsFeatureRequest()
     if attribute_indices is not None:
         request.setSubsetOfAttributes(sorted(set(attribute_indices)))

@@ -16,7 +16,7 @@ from qgis.core import (
 
 from ..core.text.model_text import COORDINATE_FORMATS
 from .compat import ADVANCED, FIELD_PARAMETER_ANY, REQUEST_NO_GEOMETRY, parameter_as_fields
-from .layers import plain_null
+from .attributes import plain_null
 
 COORDINATE_FORMAT = "COORDINATE_FORMAT"
 IMAGE_WIDTH_FIELD = "IMAGE_WIDTH_FIELD"

@@ -51,6 +51,16 @@ def test_the_first_enter_sets_the_three_parameters_and_the_last_leave_hands_memo
     assert libc.calls[3:] == [("mallopt", M_TOP_PAD, 128 * 1024), ("malloc_trim", 0)]
 
 
+def test_trim_hands_memory_back_only_while_no_evaluation_runs(libc):
+    allocator.trim()
+    assert libc.calls == [("malloc_trim", 0)]
+    allocator.enter()
+    allocator.trim()  # an evaluation keeps its freed memory for reuse
+    assert [c[0] for c in libc.calls].count("malloc_trim") == 1
+    allocator.leave()
+    assert [c[0] for c in libc.calls].count("malloc_trim") == 2
+
+
 def test_leave_without_enter_is_a_programming_error(libc):
     with pytest.raises(RuntimeError):
         allocator.leave()

@@ -92,6 +92,16 @@ def leave() -> None:
             _libc.malloc_trim(0)
 
 
+def trim() -> None:
+    """Hand free heap memory back to the system now (``malloc_trim``), unless an evaluation
+    is running (its tuned allocator keeps freed memory for reuse). For a caller that has
+    just let go of much memory in many small blocks (a layer read batch by batch), which
+    glibc would otherwise keep inside the heap."""
+    with _lock:
+        if _active == 0 and _libc is not None:
+            _libc.malloc_trim(0)
+
+
 def active() -> int:
     """How many evaluations are using the tuned allocator now."""
     return _active
