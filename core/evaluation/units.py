@@ -65,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import pickle
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,7 +83,7 @@ from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
 from ..geometry.prepare import PreparedLayer, log_counts
 from ..geometry.prepare import logger as prepare_logger
-from ..geometry.stored import StoredGeometries, bounds_of, num_coordinates_of
+from ..geometry.stored import SpillFile, StoredGeometries, bounds_of, num_coordinates_of
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
@@ -206,7 +207,7 @@ class UnitResult:
     unit: WorkUnit
     layers: tuple  # (reference, ignore, predicted): PreparedLayer without geometries
     pairs: OverlapPairs
-    candidates: OverlapPairs
+    candidates: OverlapPairs | None  # None: the pairs themselves (no class rule)
     reference_match: np.ndarray
     predicted_match: np.ndarray
     coverage: np.ndarray
@@ -263,7 +264,7 @@ def evaluate_unit(rows: stages.Rows, options: stages.Options, curve: bool = Fals
         unit=None,
         layers=tuple(_compact(layer) for layer in (ref, ignore, pred)),
         pairs=found.pairs,
-        candidates=found.candidates,
+        candidates=None if found.candidates is found.pairs else found.candidates,
         reference_match=matched.matches.reference_match,
         predicted_match=matched.matches.predicted_match,
         coverage=matched.coverage,
@@ -305,12 +306,14 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     progress.checkpoint(1, f"Evaluating {len(units):,} work units")
     quiet = _Quiet()
     prepare_logger.addFilter(quiet)  # the counts are logged once, for the whole run
+    results = _ResultSpill()
     try:
-        spill = _SourceSpill() if rows.stored else None
-        results = _run_units(units, rows, options, curve, want_ap, progress.span(1, 75),
-                             executor, spill)
-        return _conclude(units, results, rows, options, curve, progress, executor, spill)
+        sources = _Sources(rows.stored)
+        _run_units(units, rows, options, curve, want_ap, progress.span(1, 75), executor,
+                   results, sources)
+        return _conclude(units, results, rows, options, curve, progress, executor, sources)
     finally:
+        results.close()
         prepare_logger.removeFilter(quiet)
 
 
@@ -322,22 +325,25 @@ class _Quiet(logging.Filter):
             ("%d of %s %s not evaluated", "%s %s and"))
 
 
-def _run_units(units, rows, options, curve, want_ap, advance, executor, spill=None):
-    """Evaluate every unit (in order, or on the executor: at most a few in flight), then
-    report progress per finished unit; the results are in unit order. With ``spill``
-    (``_SourceSpill``) each result's source geometries go to disk as it is collected."""
-    results = [None] * len(units)
+def _run_units(units, rows, options, curve, want_ap, advance, executor, results, sources):
+    """Evaluate every unit (in order, or on the executor: at most a few in flight), adding
+    each result to ``results`` (``_ResultSpill``) in unit order as it is collected, its
+    source geometries to ``sources`` (``_Sources``), and reporting progress per finished
+    unit."""
     total = max(sum(u.n for u in units), 1)
     done = 0
-    keep = spill.keep if spill is not None else (lambda result: result)
+
+    def collect(k, result):
+        nonlocal done
+        results.add(sources.keep(dataclasses.replace(result, unit=units[k])))
+        done += units[k].n
+        advance(done / total)
+
     if executor is None:
         for k, unit in enumerate(units):
-            results[k] = keep(dataclasses.replace(evaluate_unit(
-                rows.subset(unit.reference_rows, unit.predicted_rows), options, curve, want_ap
-            ), unit=unit))
-            done += unit.n
-            advance(done / total)
-        return results
+            collect(k, evaluate_unit(rows.subset(unit.reference_rows, unit.predicted_rows),
+                                     options, curve, want_ap))
+        return
     # At most IN_FLIGHT units submitted and not yet collected: the units' rows are copied
     # for the workers when submitted, so memory holds a few units' beyond the layers.
     futures = {}
@@ -351,64 +357,136 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor, spill=No
                 continue
             while futures and (len(futures) >= IN_FLIGHT or k + 1 == len(units)):
                 first = min(futures)
-                result = futures.pop(first).result()
-                results[first] = keep(dataclasses.replace(result, unit=units[first]))
-                done += units[first].n
-                advance(done / total)
+                collect(first, futures.pop(first).result())
     finally:
         for future in futures.values():
             future.cancel()
-    return results
 
 
-class _SourceSpill:
-    """The units' repaired source geometries (of reference fields, ignore regions and
-    predictions), written to disk as units are collected, for a run on stored layers: the
-    evaluation's layers then read them from there (``StoredGeometries`` views)."""
+class _ResultSpill:
+    """The units' results (``UnitResult``, source geometries taken out), on disk as they
+    are collected, each array pickled by itself: memory holds the units in flight rather
+    than every unit's arrays (about 0.5 KB per field), and the reassembly reads back one
+    array of every unit at a time. A sequence of results (``_SpilledResult``), unit order."""
 
     def __init__(self):
-        self.stores = (StoredGeometries(), StoredGeometries(), StoredGeometries())
+        self._file = SpillFile(None)
+        self._index = []  # per unit: field -> (offset, length), or {key: (offset, length)}
+
+    def add(self, result: UnitResult) -> None:
+        entry = {}
+        for f in dataclasses.fields(result):
+            value = getattr(result, f.name)
+            entry[f.name] = ({key: self._write(v) for key, v in value.items()}
+                             if isinstance(value, dict) else self._write(value))
+        self._index.append(entry)
+
+    def _write(self, value) -> tuple[int, int]:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return self._file.write(data), len(data)
+
+    def read(self, where: tuple[int, int]):
+        return pickle.loads(self._file.read(*where))
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, k: int) -> "_SpilledResult":
+        return _SpilledResult(self, self._index[k])
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _SpilledResult:
+    """One unit's result read back field by field (``r.pairs`` reads the unit's pairs); a
+    dict field reads back key by key (``_SpilledColumns``)."""
+
+    def __init__(self, spill: _ResultSpill, entry: dict):
+        self._spill, self._entry = spill, entry
+
+    def __getattr__(self, name):
+        try:
+            where = self._entry[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        if isinstance(where, dict):
+            return _SpilledColumns(self._spill, where)
+        return self._spill.read(where)
+
+
+class _SpilledColumns:
+    """A spilled dict of columns: its keys, and each column read when asked for."""
+
+    def __init__(self, spill: _ResultSpill, where: dict):
+        self._spill, self._where = spill, where
+
+    def __iter__(self):
+        return iter(self._where)
+
+    def __getitem__(self, key):
+        return self._spill.read(self._where[key])
+
+
+class _Sources:
+    """The units' repaired source geometries (of reference fields, ignore regions and
+    predictions; the TP/FP/FN outputs are written from them), taken out of each result as it
+    is collected: written to disk for a run on stored layers, whose evaluation then reads
+    them from there (``StoredGeometries`` views), else kept as the units' arrays."""
+
+    def __init__(self, stored: bool):
+        self.stores = tuple(StoredGeometries() for _ in range(3)) if stored else None
+        self.parts = ([], [], [])
 
     def keep(self, result: UnitResult) -> UnitResult:
-        for store, layer in zip(self.stores, result.layers):
-            store.append(layer.source)
+        for k, layer in enumerate(result.layers):
+            if self.stores is not None:
+                self.stores[k].append(layer.source)
+            else:
+                self.parts[k].append(layer.source)
         return dataclasses.replace(result, layers=tuple(
             dataclasses.replace(layer, source=None) for layer in result.layers))
 
+    def of_layer(self, which: int, order: np.ndarray):
+        """The sources of layer ``which`` (0 reference, 1 ignore regions, 2 predicted), the
+        units' rows in unit order taken in ``order``."""
+        if self.stores is not None:
+            return self.stores[which].view(order)
+        return np.concatenate(self.parts[which] + [np.zeros(0, dtype=object)])[order]
 
-def _conclude(units, results, rows, options, curve_wanted, progress, executor, spill=None):
+
+def _conclude(units, results, rows, options, curve_wanted, progress, executor, sources):
     """Reassemble the units' arrays in one-piece order and run the global stages."""
-    stores = spill.stores if spill is not None else (None, None, None)
     ref, ref_pos = _assemble_layer(results, 0, rows, "reference", lambda u: u.reference_rows,
-                                   np.flatnonzero(~rows.ignore), stores[0])
+                                   np.flatnonzero(~rows.ignore), sources)
     ignore, ignore_pos = _assemble_layer(results, 1, rows, "reference",
                                          lambda u: u.reference_rows, np.flatnonzero(rows.ignore),
-                                         stores[1])
+                                         sources)
     pred, pred_pos = _assemble_layer(results, 2, rows, "predicted", lambda u: u.predicted_rows,
-                                     np.arange(len(rows.predicted)), stores[2])
+                                     np.arange(len(rows.predicted)), sources)
     layers = stages.Layers(ref, ignore, pred, None)
-    # Each unit's arrays are let go once they are in the run's (which would otherwise hold
-    # them twice at the peak: about 0.4 GB per million fields).
-    _let_go(results, "layers")
     for layer in (ref, ignore, pred):
         log_counts(layer, extra={"whole_run": True})
     pairs = _assemble_pairs([r.pairs for r in results], ref_pos, pred_pos)
-    candidates = _assemble_pairs([r.candidates for r in results], ref_pos, pred_pos)
-    _let_go(results, "pairs", "candidates")
+    candidates = pairs
+    if rows.reference_class is not None:  # else every unit's candidates are its pairs
+        candidates = _assemble_pairs([r.candidates for r in results], ref_pos, pred_pos)
     found = stages.Candidates(pairs, candidates)
     matches = match(candidates, ref.n, pred.n, options.iou_threshold, options.matching)
     _check_matches(matches, results, ref_pos, pred_pos)
     coverage = _scatter([r.coverage for r in results], pred_pos, pred.n, 0.0)
-    _let_go(results, "reference_match", "predicted_match", "coverage")
     ignored = ((matches.predicted_match < 0)
                & stages.at_or_above(coverage, options.iou_threshold) & (coverage > 0))
     matched = stages.Matched(matches, coverage, ignored)
     tables = stages._tables(ref, pred, pairs, matches, ignored, options.iou_threshold)
     for name in list(results[0].reference_columns):
-        tables.reference[name] = _scatter([r.reference_columns.pop(name) for r in results],
+        tables.reference[name] = _scatter([r.reference_columns[name] for r in results],
                                           ref_pos, ref.n)
     for name in list(results[0].predicted_columns):
-        tables.predicted[name] = _scatter([r.predicted_columns.pop(name) for r in results],
+        tables.predicted[name] = _scatter([r.predicted_columns[name] for r in results],
                                           pred_pos, pred.n)
     zones = sorted({int(z) for r in results for z in r.zones})
     bounds = np.array([np.fmin.reduce([r.bounds[i] for r in results]) for i in (0, 1)]
@@ -430,12 +508,6 @@ def _conclude(units, results, rows, options, curve_wanted, progress, executor, s
                            curve, ap, progress)
 
 
-def _let_go(results: list, *names: str) -> None:
-    """Replace these arrays of every unit's result by None (they are in the run's now)."""
-    for k, r in enumerate(results):
-        results[k] = dataclasses.replace(r, **dict.fromkeys(names))
-
-
 def _worst(values):
     """The maximum of the units' ``worst_area_change`` values, as over the whole run."""
     values = [v for v in values if v is not None]
@@ -451,14 +523,14 @@ def _compact(layer: PreparedLayer) -> PreparedLayer:
     return dataclasses.replace(layer, geometries=None, lonlat=None)
 
 
-def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, stored=None):
+def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, sources):
     """One prepared layer of the whole run from the units' (``which``: 0 reference, 1 ignore
     regions, 2 predicted), and per unit the global position of each of its local positions.
 
     ``unit_rows(unit)``: the unit's input rows of this layer's input; ``layer_rows``: input
-    positions of every row this layer was prepared from, increasing; ``stored``: the units'
-    source geometries in unit order, when they were spilled (``_SourceSpill``)."""
-    keeps, areas, sources, positions = [], [], [], []
+    positions of every row this layer was prepared from, increasing; ``sources``: the units'
+    source geometries (``_Sources``)."""
+    keeps, areas, positions = [], [], []
     drop_reason = np.full(len(layer_rows), "", dtype=object)
     n_repaired = 0
     for r in results:
@@ -468,7 +540,6 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, stored=No
         if which < 2:
             given = given[rows.ignore[given] == (which == 1)]
         areas.append(layer.area_m2)
-        sources.append(layer.source)
         drop_reason[np.searchsorted(layer_rows, given)] = layer.drop_reason
         n_repaired += layer.n_repaired
     keep = np.concatenate(keeps + [np.zeros(0, np.int64)]).astype(np.int64)
@@ -480,10 +551,7 @@ def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, stored=No
         positions.append(rank[start:start + len(k)])
         start += len(k)
     area = np.concatenate(areas + [np.zeros(0)])[order]
-    if stored is not None:
-        source = stored.view(order)
-    else:
-        source = np.concatenate(sources + [np.zeros(0, dtype=object)])[order]
+    source = sources.of_layer(which, order)
     template = results[0].layers[which]
     layer = PreparedLayer(
         name=name, keep=keep[order], source=source, geometries=None, area_m2=area,
@@ -628,21 +696,23 @@ def _average_precision(results, rows, options, layers, ref_pos, ignore_pos, pred
     """COCO AP from the units' candidate IoUs (average_precision with ``precomputed``)."""
     ref, ignore, pred = layers.reference, layers.ignore, layers.predicted
     n_ref = ref.n
-    pred_area = _scatter([r.ap[0] for r in results], pred_pos, pred.n)
+    pred_area = np.empty(pred.n)
     both_area = np.zeros(ref.n + ignore.n)
     pair_pred, pair_ref, pair_iou = [], [], []
     for k, r in enumerate(results):
+        ap = r.ap  # (pred area, ref+ignore area, pair pred, pair ref, pair iou)
+        pred_area[pred_pos[k]] = ap[0]
         n_local = len(ref_pos[k])
-        both_area[ref_pos[k]] = r.ap[1][:n_local]
-        both_area[n_ref + ignore_pos[k]] = r.ap[1][n_local:]
-        local_ref = r.ap[3]
+        both_area[ref_pos[k]] = ap[1][:n_local]
+        both_area[n_ref + ignore_pos[k]] = ap[1][n_local:]
+        local_ref = ap[3]
         is_ref = local_ref < n_local
         glob = np.empty(len(local_ref), dtype=np.int64)
         glob[is_ref] = ref_pos[k][local_ref[is_ref]]
         glob[~is_ref] = n_ref + ignore_pos[k][local_ref[~is_ref] - n_local]
-        pair_pred.append(pred_pos[k][r.ap[2]])
+        pair_pred.append(pred_pos[k][ap[2]])
         pair_ref.append(glob)
-        pair_iou.append(r.ap[4])
+        pair_iou.append(ap[4])
     precomputed = (pred_area, both_area, np.concatenate(pair_pred + [np.zeros(0, np.int64)]),
                    np.concatenate(pair_ref + [np.zeros(0, np.int64)]).astype(np.int64),
                    np.concatenate(pair_iou + [np.zeros(0)]))

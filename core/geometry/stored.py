@@ -23,13 +23,15 @@ import shapely
 _WRITE_CHUNK = 20_000
 
 
-class _Spill:
-    """The temporary file shared by a store and its views; reads are thread-safe."""
+class SpillFile:
+    """A temporary file written at its end and read by (offset, length), thread-safe: the
+    file behind a store and its views (and the evaluation's other spills)."""
 
     def __init__(self, directory):
         self.file = tempfile.TemporaryFile(prefix="iou_evaluation_", dir=directory)
         self.size = 0
         self.lock = threading.Lock()
+        self._unflushed = False
 
     def write(self, data: bytes) -> int:
         """Append ``data``; returns its offset."""
@@ -37,9 +39,16 @@ class _Spill:
             self.file.seek(0, os.SEEK_END)
             self.file.write(data)
             offset, self.size = self.size, self.size + len(data)
+            self._unflushed = True
         return offset
 
     def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (written before: the file's buffer is flushed
+        first when needed)."""
+        if self._unflushed:
+            with self.lock:
+                self.file.flush()
+                self._unflushed = False
         if hasattr(os, "pread"):
             return os.pread(self.file.fileno(), length, offset)
         with self.lock:  # Windows: no pread
@@ -64,7 +73,7 @@ class StoredGeometries:
     """
 
     def __init__(self, directory: str | None = None, *, _spill=None, _columns=None):
-        self._spill = _spill if _spill is not None else _Spill(directory)
+        self._spill = _spill if _spill is not None else SpillFile(directory)
         self._owner = _spill is None
         self._parts = []  # (offset, length, bounds, num_coordinates) per append
         self._columns = _columns  # (offset, length, bounds, num_coordinates), when frozen
