@@ -82,7 +82,7 @@ def read_geopackage(location, fields, attribute_indices, is_canceled, store=None
 
     Returns:
         (geometries: object array (n,) of shapely geometries or None, feature_ids: int64 array
-        (n,), attributes: a ``layers.AttributeTable`` in field order (fields not read are
+        (n,), attributes: a ``attributes.AttributeTable`` in field order (fields not read are
         NULL), n_curved: how many geometries with arcs were cut into straight segments,
         ``wkb.geometries_from_wkb``), or None;
         ``CANCELED`` when ``is_canceled`` said so.

@@ -36,7 +36,7 @@ class OutputRows:
         geometries: object array (n,) of the evaluated (repaired, 2D) shapely geometries in
             their input layer's CRS, or the same on disk (``StoredGeometries``); None for the
             per-field table.
-        own: the input features' attribute values (layers.AttributeTable of n rows); None for
+        own: the input features' attribute values (attributes.AttributeTable of n rows); None for
             the per-field table.
         columns: the evaluation's columns, one per extra field: lists (n,) of plain values,
             or arrays (n,) (``layers.feature_batches`` makes them plain batch by batch).

@@ -51,7 +51,9 @@ table and report need them), ~0.3 GB together; the pairs (about 3 per field: pos
 intersection, IoU, bound flag: 33 B each) ~0.1 GB; the quantity matrix for summaries and
 bootstrap (``summary.QUANTITIES`` columns) ~0.2 GB; bootstrap replicates are made in blocks
 (``grouping.bootstrap_weights``). Geometries are held only for the unit being evaluated
-(one per worker), except the repaired source geometries of the evaluated rows, which the
+(one per worker), and each unit's arrays are written to a temporary file as it is
+collected (``_ResultSpill``) and read back one array of every unit at a time when the run's
+are assembled; except the repaired source geometries of the evaluated rows, which the
 caller's TP/FP/FN outputs are written from: in memory when the layers were given as arrays
 (about the size of the input layers), on disk when they were given as
 ``geometry.StoredGeometries`` (52 B per row in memory, ``geometry/stored.py``). About 0.7 GB
@@ -204,7 +206,6 @@ class UnitResult:
     """The compact arrays of one evaluated unit (``evaluate_unit``); positions are local to
     the unit's rows unless said. Picklable, for executors in other processes."""
 
-    unit: WorkUnit
     layers: tuple  # (reference, ignore, predicted): PreparedLayer without geometries
     pairs: OverlapPairs
     candidates: OverlapPairs | None  # None: the pairs themselves (no class rule)
@@ -261,7 +262,6 @@ def evaluate_unit(rows: stages.Rows, options: stages.Options, curve: bool = Fals
             area=None if pred.lonlat is None else pred.area_of,
         )
     return UnitResult(
-        unit=None,
         layers=tuple(_compact(layer) for layer in (ref, ignore, pred)),
         pairs=found.pairs,
         candidates=None if found.candidates is found.pairs else found.candidates,
@@ -335,7 +335,7 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor, results,
 
     def collect(k, result):
         nonlocal done
-        results.add(sources.keep(dataclasses.replace(result, unit=units[k])))
+        results.add(sources.keep(result))
         done += units[k].n
         advance(done / total)
 
@@ -460,13 +460,15 @@ class _Sources:
 
 def _conclude(units, results, rows, options, curve_wanted, progress, executor, sources):
     """Reassemble the units' arrays in one-piece order and run the global stages."""
-    ref, ref_pos = _assemble_layer(results, 0, rows, "reference", lambda u: u.reference_rows,
-                                   np.flatnonzero(~rows.ignore), sources)
-    ignore, ignore_pos = _assemble_layer(results, 1, rows, "reference",
+    ref, ref_pos = _assemble_layer(results, units, 0, rows, "reference",
+                                   lambda u: u.reference_rows, np.flatnonzero(~rows.ignore),
+                                   sources)
+    ignore, ignore_pos = _assemble_layer(results, units, 1, rows, "reference",
                                          lambda u: u.reference_rows, np.flatnonzero(rows.ignore),
                                          sources)
-    pred, pred_pos = _assemble_layer(results, 2, rows, "predicted", lambda u: u.predicted_rows,
-                                     np.arange(len(rows.predicted)), sources)
+    pred, pred_pos = _assemble_layer(results, units, 2, rows, "predicted",
+                                     lambda u: u.predicted_rows, np.arange(len(rows.predicted)),
+                                     sources)
     layers = stages.Layers(ref, ignore, pred, None)
     for layer in (ref, ignore, pred):
         log_counts(layer, extra={"whole_run": True})
@@ -523,19 +525,19 @@ def _compact(layer: PreparedLayer) -> PreparedLayer:
     return dataclasses.replace(layer, geometries=None, lonlat=None)
 
 
-def _assemble_layer(results, which, rows, name, unit_rows, layer_rows, sources):
+def _assemble_layer(results, units, which, rows, name, unit_rows, layer_rows, sources):
     """One prepared layer of the whole run from the units' (``which``: 0 reference, 1 ignore
     regions, 2 predicted), and per unit the global position of each of its local positions.
 
-    ``unit_rows(unit)``: the unit's input rows of this layer's input; ``layer_rows``: input
-    positions of every row this layer was prepared from, increasing; ``sources``: the units'
-    source geometries (``_Sources``)."""
+    ``units``: the ``WorkUnit`` of each result; ``unit_rows(unit)``: the unit's input rows
+    of this layer's input; ``layer_rows``: input positions of every row this layer was
+    prepared from, increasing; ``sources``: the units' source geometries (``_Sources``)."""
     keeps, areas, positions = [], [], []
     drop_reason = np.full(len(layer_rows), "", dtype=object)
     n_repaired = 0
-    for r in results:
+    for r, unit in zip(results, units):
         layer = r.layers[which]
-        given = unit_rows(r.unit)
+        given = unit_rows(unit)
         keeps.append(given[layer.keep])  # keep: positions among the unit's rows of the layer
         if which < 2:
             given = given[rows.ignore[given] == (which == 1)]
