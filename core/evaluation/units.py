@@ -67,7 +67,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import pickle
+import pickle  # nosec B403 (only this process's own spill file is read back)
 from dataclasses import dataclass
 
 import numpy as np
@@ -386,7 +386,8 @@ class _ResultSpill:
         return self._file.write(data), len(data)
 
     def read(self, where: tuple[int, int]):
-        return pickle.loads(self._file.read(*where))
+        # Bytes this process wrote to its own unnamed temporary file, never outside input.
+        return pickle.loads(self._file.read(*where))  # nosec B301
 
     def __len__(self) -> int:
         return len(self._index)
