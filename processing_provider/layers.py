@@ -184,6 +184,38 @@ def qgis_values(values) -> list:
     return [to_qgis_value(v) for v in values]
 
 
+class LookupColumn:
+    """A column of looked-up values, made plain batch by batch (``feature_batches``): row k
+    is ``to_qgis_value(values[positions[k]])``, or None where ``positions[k]`` is -1. So
+    that a layer's ids (feature ids of matched predictions, id-field values) are never a
+    Python list of every row.
+
+    Args:
+        positions: int array (n,) of positions into ``values``, -1 for none.
+        values: array or list of the values looked up (feature ids, an id field's values).
+    """
+
+    def __init__(self, positions, values):
+        self.positions = np.asarray(positions, dtype=np.int64).reshape(-1)
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, rows: slice) -> list:
+        positions = self.positions[rows]
+        plain = [None] * len(positions)
+        found = np.flatnonzero(positions >= 0)
+        at = positions[found]
+        if isinstance(self.values, np.ndarray):
+            looked_up = qgis_values(self.values[at])
+        else:
+            looked_up = [to_qgis_value(self.values[i]) for i in at.tolist()]
+        for k, value in zip(found.tolist(), looked_up):
+            plain[k] = value
+        return plain
+
+
 #: At most this many rows per addFeatures call, and at most this many vertices unless one
 #: row has more: a batch is some tens of milliseconds of work (a few tenths of a second for
 #: polygons of hundreds of thousands of vertices), between which the caller checks for
@@ -202,9 +234,9 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
             geometry.
         own_attributes: list (n,) of attribute lists (an input feature's own values, in
             field order), or an AttributeTable of n rows, or None when the rows have none.
-        columns: list of columns, each a list (n,) of plain values, or an array (n,) made
-            plain values batch by batch (``qgis_values``: a layer's columns are never all
-            Python objects at once).
+        columns: list of columns, each a list (n,) of plain values, or an array (n,) or a
+            ``LookupColumn`` made plain values batch by batch (``qgis_values``: a layer's
+            columns are never all Python objects at once).
         transform: QgsCoordinateTransform applied to every geometry, or None; a geometry
             it cannot transform is written as a null geometry.
 
@@ -215,7 +247,8 @@ def feature_batches(geometries, own_attributes, columns, transform=None):
         # WKB made per batch: one vectorised call, and no copy of a whole layer at once.
         wkbs = wkb_of(geometries, slice(start, stop)) if geometries is not None else None
         values = zip(*(
-            column[start:stop] if isinstance(column, list) else qgis_values(column[start:stop])
+            column[start:stop] if isinstance(column, (list, LookupColumn))
+            else qgis_values(column[start:stop])
             for column in columns
         )) if columns else itertools.repeat(())
         own = (own_attributes.rows(slice(start, stop))

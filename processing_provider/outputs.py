@@ -12,7 +12,7 @@ from qgis.core import QgsCoordinateTransform, QgsField, QgsFields, QgsProcessing
 
 from .compat import FIELD_BOOL, FIELD_DOUBLE, FIELD_LONG, FIELD_STRING, MULTI_POLYGON, NO_GEOMETRY
 from ..core.geometry.stored import rows_of
-from .layers import qgis_values
+from .layers import LookupColumn, qgis_values
 
 TRUE_POSITIVES = "TRUE_POSITIVES"
 FALSE_POSITIVES = "FALSE_POSITIVES"
@@ -141,8 +141,8 @@ class EvaluationOutputs:
         k = self.table_rows[name]
         per_pred, per_ref = evaluation.per_predicted, evaluation.per_reference
         if name == PER_FIELD:
-            ids = [self.ref_ids[i] for i in evaluation.reference.keep.tolist()]
-            columns = [qgis_values(ids)] + [values for _, _, values in self._per_field_columns]
+            ids = LookupColumn(evaluation.reference.keep, self.ref_ids)
+            columns = [ids] + [values for _, _, values in self._per_field_columns]
             return OutputRows(None, None, columns)
         if name == FALSE_NEGATIVES:
             return OutputRows(
@@ -157,7 +157,7 @@ class EvaluationOutputs:
         if name == TRUE_POSITIVES:
             ref_index = np.asarray(per_pred["ref_index"])[k]
             keys = ("iou", "area_m2", "ref_area_m2")
-            columns = [qgis_values([self.ref_ids[i] for i in ref_index.tolist()])]
+            columns = [LookupColumn(ref_index, self.ref_ids)]
         else:
             keys = ("best_iou", "area_m2", "overlaps_reference")
             columns = []
@@ -178,7 +178,7 @@ class EvaluationOutputs:
         for key, values in self.evaluation.per_reference.items():
             if key.endswith("_index"):
                 fids = self._predicted_ids(values)
-                columns.append((key[: -len("_index")] + "_fid", _variant_type(fids), fids))
+                columns.append((key[: -len("_index")] + "_fid", FIELD_LONG, fids))
                 if self.pred_ids is not None:  # its own id beside: None as type, see fields
                     columns.append((key[: -len("_index")] + "_id", None,
                                     self._predicted_ids(values, self.pred_ids)))
@@ -186,20 +186,11 @@ class EvaluationOutputs:
                 columns.append((key, _variant_type(values), _column(values)))
         return columns
 
-    def _predicted_ids(self, input_positions, ids=None) -> list:
+    def _predicted_ids(self, input_positions, ids=None) -> LookupColumn:
         """Predicted feature ids (int) at input positions (int array), None where -1; or,
         with ``ids`` (list (n_predicted_input,)), those ids."""
-        input_positions = np.asarray(input_positions)
-        values = [None] * len(input_positions)
-        has_id = np.flatnonzero(input_positions >= 0)
-        if ids is not None:
-            for k in has_id.tolist():
-                values[k] = ids[int(input_positions[k])]
-            return values
-        fids = self.predicted.feature_ids[input_positions[has_id]]
-        for k, fid in zip(has_id.tolist(), fids.tolist()):
-            values[k] = fid
-        return values
+        return LookupColumn(input_positions,
+                            self.predicted.feature_ids if ids is None else ids)
 
     def _prediction_columns(self, input_positions) -> list:
         """The values of ``_prediction_fields`` at predicted input positions (-1: none)."""

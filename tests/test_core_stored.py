@@ -57,6 +57,19 @@ def test_stored_rows_come_back_bit_for_bit_with_their_envelopes_and_vertex_count
         assert len(store.take(np.zeros(0, dtype=np.int64))) == 0
 
 
+def test_a_view_of_a_view_reads_the_rows_it_names():
+    with _store(GEOMETRIES, 4) as store:
+        backwards = store.view(np.arange(len(GEOMETRIES))[::-1])  # rows 6, 5, ..., 0
+        some = backwards.view(np.array([0, 3, 6, 3]))  # rows 6, 3, 0, 3
+        assert len(some) == 4
+        assert all(_same(some.take(slice(None)), GEOMETRIES[[6, 3, 0, 3]]))
+        np.testing.assert_array_equal(some.bounds, shapely.bounds(GEOMETRIES[[6, 3, 0, 3]]))
+        assert some.num_coordinates.tolist() == [5, 10, 5, 10]
+        assert some.wkb(slice(1, 3)) == [shapely.to_wkb(GEOMETRIES[3]),
+                                         shapely.to_wkb(GEOMETRIES[0])]
+        assert len(store.view(slice(2, 2))) == 0 and len(some.view([])) == 0
+
+
 def test_a_store_is_written_once_and_never_pickled():
     store = _store(GEOMETRIES)
     store.take([0])

@@ -58,8 +58,9 @@ def _compare(a, b, path, out=None):
 def _differences(one, units):
     out = []
     for name in ("metrics", "parameters", "per_reference", "per_predicted", "warnings",
-                 "ignore_coverage", "quantities", "unassigned"):
+                 "ignore_coverage", "unassigned"):
         _compare(getattr(one, name), getattr(units, name), name, out)
+    _compare(one.quantities.matrix(), units.quantities.matrix(), "quantities", out)
     for name in ("reference", "predicted"):
         _compare(getattr(one, name).keep, getattr(units, name).keep, f"{name}.keep", out)
     for layer in ("pairs", "candidates"):

@@ -87,3 +87,18 @@ def test_the_choice_of_work_units_follows_the_size_unless_the_variable_says(monk
         monkeypatch.setenv(WORK_UNITS_ENV, bad)
         with pytest.raises(QgsProcessingException, match=f"{WORK_UNITS_ENV} must be 0"):
             work_unit_rows(10)
+
+
+def test_a_lookup_column_gives_plain_values_batch_by_batch():
+    import numpy as np
+
+    from iou_evaluation.processing_provider.layers import LookupColumn
+
+    fids = LookupColumn(np.array([2, -1, 0, 2]), np.array([10, 11, 12], dtype=np.int64))
+    assert len(fids) == 4
+    assert fids[0:4] == [12, None, 10, 12] and fids[1:3] == [None, 10]
+    assert all(type(v) is int for v in fids[0:4] if v is not None)  # not numpy scalars
+    ids = LookupColumn([1, -1], ["a", np.float64("nan")])
+    assert ids[0:2] == [None, None]
+    assert LookupColumn([0, 1], [np.int32(7), "b"])[0:2] == [7, "b"]
+    assert LookupColumn(np.zeros(0, np.int64), [])[0:5] == []

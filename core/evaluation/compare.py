@@ -208,11 +208,13 @@ def _paired_replicates(evaluations, keys, n_resamples, seed, pool, tolerance, ad
     out = np.full((n_resamples, len(evaluations), len(keys)), np.nan)
     if n_resamples == 0 or n_ref == 0:
         return out
+    matrices = [e.quantities.matrix() for e in evaluations]
     for start, weights in bootstrap_weights(n_resamples, seed, pool, advance):
         stop = start + len(weights)
         for k, e in enumerate(evaluations):
             values = metrics_from_sums(
-                weights @ e.quantities + e.unassigned, zero_division=np.nan, tolerance=tolerance
+                weights @ matrices[k] + e.unassigned, zero_division=np.nan,
+                tolerance=tolerance,
             )
             out[start:stop, k] = np.column_stack([values[key] for key in keys])
     return out

@@ -29,6 +29,7 @@ import numpy as np
 import shapely
 
 from ..util import allocator
+from .quantities import Quantities
 from ..matching.average_precision import COCO_AREA_RANGES, COCO_MAX_DETECTIONS, average_precision
 from ..boundary.curve import boundary_f1_by_tolerance
 from ..boundary.distances import (
@@ -66,7 +67,6 @@ from ..matching.rules import (
 )
 from ..matching.summary import (
     Q,
-    QUANTITIES,
     RATE_KEYS,
     f1_from_counts,
     metrics_from_sums,
@@ -138,10 +138,10 @@ class Evaluation:
             (``overlap.settle``).
         ignore_coverage: float (predicted.n,): largest |p ∩ r| / |p| over the ignore
             regions a prediction may be ignored by (0 for none).
-        quantities: float array, shape (reference.n, len(metrics.QUANTITIES)): the
-            per-reference quantities the summary metrics are sums of (compare.py resamples
-            them); unassigned: shape (len(QUANTITIES),), the sums of predictions with no
-            home reference field.
+        quantities: ``quantities.Quantities``: the per-reference quantities the summary
+            metrics are sums of, (reference.n, len(summary.QUANTITIES)), made on demand
+            (``matrix()``: compare.py resamples them); unassigned: shape
+            (len(QUANTITIES),), the sums of predictions with no home reference field.
     """
 
     metrics: dict
@@ -154,7 +154,7 @@ class Evaluation:
     pairs: OverlapPairs | None = field(default=None, repr=False)
     candidates: OverlapPairs | None = field(default=None, repr=False)
     ignore_coverage: np.ndarray | None = field(default=None, repr=False)
-    quantities: np.ndarray | None = field(default=None, repr=False)
+    quantities: Quantities | None = field(default=None, repr=False)
     unassigned: np.ndarray | None = field(default=None, repr=False)
 
 
@@ -498,7 +498,7 @@ def summarise(layers: Layers, tables: _Tables, found: Candidates, matched: Match
               options: Options, zones: list[int], warnings: list[str]):
     """Stage 6: the per-reference quantities and the summary metrics of the whole run.
 
-    Returns (metrics, quantities (n_ref, len(QUANTITIES)), unassigned (len(QUANTITIES),));
+    Returns (metrics, quantities (``Quantities``), unassigned (len(QUANTITIES),));
     appends to ``warnings`` when two empty layers get the convention's rates of 1.0.
     """
     ref, ignore, pred = layers.reference, layers.ignore, layers.predicted
@@ -936,62 +936,23 @@ def _tables(ref, pred, pairs, matches, ignored, iou_threshold) -> _Tables:
 
 
 def _quantities(ref, pred, tables: _Tables, tolerance_m):
-    """Per-reference quantity matrix (n_ref, len(QUANTITIES)) and the sums of predictions
-    that have no home reference (len(QUANTITIES),); see metrics.QUANTITIES."""
-    r, p = tables.reference, tables.predicted
-    matched = r["matched"]
-    m = matched.astype(float)
-    q = np.zeros((ref.n, len(QUANTITIES)))
-    q[:, Q["n_ref"]] = 1.0
-    q[:, Q["area_ref"]] = ref.area_m2
-    q[:, Q["tp"]] = m
-    q[:, Q["iou_tp"]] = np.where(matched, r["iou"], 0.0)
-    q[:, Q["best_iou"]] = r["best_iou"]
-    area_error = np.where(matched, r["pred_area_m2"] - ref.area_m2, 0.0)
-    q[:, Q["abs_area_err_tp"]] = np.abs(area_error)
-    q[:, Q["signed_area_err_tp"]] = area_error
-    q[:, Q["area_ref_tp"]] = ref.area_m2 * m
-    q[:, Q["os"]] = r["oversegmentation"]
-    q[:, Q["us"]] = np.nan_to_num(r["undersegmentation"], nan=0.0)
-    q[:, Q["us_defined"]] = np.isfinite(r["undersegmentation"])
-    q[:, Q["legacy_overseg"]] = tables.n_above_ref > 1
-    has_distance = matched & np.isfinite(r["boundary_mean_distance_m"])
-    q[:, Q["n_dist"]] = has_distance
-    q[:, Q["hausdorff"]] = np.where(has_distance, r["hausdorff_m"], 0.0)
-    q[:, Q["mean_dist"]] = np.where(has_distance, r["boundary_mean_distance_m"], 0.0)
-    if tolerance_m is not None:
-        q[:, Q["perim_ref"]] = r["perimeter_m"]
-        q[:, Q["within_len_ref"]] = r["boundary_within_tolerance_m"]
-        q[:, Q["within_tol"]] = r["within_tolerance"]
-        q[:, Q["area_within_tol"]] = ref.area_m2 * r["within_tolerance"]
-    counted = ~p["ignored"]  # predictions on ignore regions are neither TP nor FP
-    home = tables.pred_home
-    homed = (home >= 0) & counted
-    unhomed = (home < 0) & counted
-    unassigned = np.zeros(len(QUANTITIES))
-    for name, values in {
-        "n_pred": np.ones(pred.n),
-        "n_pred_matched": p["matched"].astype(float),
-        "area_pred": pred.area_m2,
-        "area_pred_matched": pred.area_m2 * p["matched"],
-        "legacy_underseg": (tables.n_above_pred > 1).astype(float),
-        "perim_pred": p.get("perimeter_m", np.zeros(pred.n)),
-        "within_len_pred": p.get("boundary_within_tolerance_m", np.zeros(pred.n)),
-    }.items():
-        q[:, Q[name]] = np.bincount(home[homed], weights=values[homed], minlength=ref.n)
-        unassigned[Q[name]] = values[unhomed].sum()
-    return q, unassigned
+    """Per-reference quantities (``quantities.Quantities``, made block by block) and the
+    sums of predictions that have no home reference (len(QUANTITIES),); see
+    summary.QUANTITIES."""
+    q = Quantities(ref.area_m2, tables.reference, tables.n_above_ref, pred.area_m2,
+                   tables.predicted, tables.n_above_pred, tables.pred_home, tolerance_m)
+    return q, q.unassigned
 
 
 def _group_metrics(quantities, unassigned, tables: _Tables, members, tolerance) -> dict:
     """Metrics of the reference fields ``members`` (all fields and unassigned predictions
     when None). An empty group has undefined (NaN) rates rather than 0."""
     if members is None:
-        sums = quantities.sum(axis=0) + unassigned
+        sums = quantities.sums() + unassigned
         members = np.arange(len(quantities))
         empty_rate = 0.0
     else:
-        sums = quantities[members].sum(axis=0)
+        sums = quantities.sums(members)
         empty_rate = np.nan if len(members) == 0 else 0.0
     metrics = to_builtin(metrics_from_sums(sums, empty_rate=empty_rate, tolerance=tolerance))
     r = tables.reference
@@ -1080,13 +1041,14 @@ def _bootstrap(
     def report(fraction):
         progress.checkpoint(85 + 14 * fraction)  # "Bootstrap" was said once, at 85 %
 
+    matrix = quantities.matrix()  # every row at once: 208 MB per million fields
     for first, weights in bootstrap_weights(n_resamples, seed, pool_codes, report):
         last = first + len(weights)
         for kind, key, idx in targets:
             if idx is None:
-                sums = weights @ quantities + unassigned
+                sums = weights @ matrix + unassigned
             else:
-                sums = weights[:, idx] @ quantities[idx]
+                sums = weights[:, idx] @ matrix[idx]
             values = metrics_from_sums(sums, empty_rate=np.nan, tolerance=tolerance)
             replicates[(kind, key)][first:last] = np.column_stack(
                 [values[name] for name in names]

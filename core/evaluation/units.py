@@ -48,15 +48,17 @@ predictions, float64 / int64 unless said): envelopes 2 × 32 MB, the component l
 unit rows 3 × 8 MB per layer; per evaluated row: input position, area, matched position,
 IoU, best IoU, 5 more per-prediction columns and about 25 per-field columns (the per-field
 table and report need them), ~0.3 GB together; the pairs (about 3 per field: positions,
-intersection, IoU, bound flag: 33 B each) ~0.1 GB; the quantity matrix for summaries and
-bootstrap (``summary.QUANTITIES`` columns) ~0.2 GB; bootstrap replicates are made in blocks
+intersection, IoU, bound flag: 33 B each) ~0.1 GB; the summary's quantities
+(``summary.QUANTITIES`` columns) are made block by block (``quantities.py``), and the whole
+matrix (~0.2 GB) only for the bootstrap, whose replicates are made in blocks
 (``grouping.bootstrap_weights``). Geometries are held only for the unit being evaluated
 (one per worker), and each unit's arrays are written to a temporary file as it is
 collected (``_ResultSpill``) and read back one array of every unit at a time when the run's
 are assembled; except the repaired source geometries of the evaluated rows, which the
 caller's TP/FP/FN outputs are written from: in memory when the layers were given as arrays
 (about the size of the input layers), on disk when they were given as
-``geometry.StoredGeometries`` (52 B per row in memory, ``geometry/stored.py``). About 0.7 GB
+``geometry.StoredGeometries`` (52 B per row in memory, ``geometry/stored.py``, and 8 B
+per row for their view in one-piece order). About 0.7 GB
 per million fields besides the geometries, against ~6 KB per field for a one-piece run;
 measured through ``qgis_process`` on 1M generated fields, with every output: see
 bench/README.md ("National scale through qgis_process").

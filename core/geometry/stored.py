@@ -72,11 +72,14 @@ class StoredGeometries:
     rows of its unit (``take``), never the file.
     """
 
-    def __init__(self, directory: str | None = None, *, _spill=None, _columns=None):
+    def __init__(self, directory: str | None = None, *, _spill=None, _columns=None,
+                 _index=None):
         self._spill = _spill if _spill is not None else SpillFile(directory)
         self._owner = _spill is None
         self._parts = []  # (offset, length, bounds, num_coordinates) per append
         self._columns = _columns  # (offset, length, bounds, num_coordinates), when frozen
+        # A view: int64 positions into the owner's columns (8 B a row, not their 52 B).
+        self._index = _index
 
     def append(self, geometries) -> None:
         """Write geometries (object array (n,) of shapely geometries or None) at the end.
@@ -104,24 +107,32 @@ class StoredGeometries:
             self._spill.file.flush()
         return self._columns
 
+    def _column(self, i: int, positions=slice(None)) -> np.ndarray:
+        """Column ``i`` of ``_frozen`` at ``positions`` among this store's rows."""
+        column = self._frozen()[i]
+        if self._index is None:
+            return column[positions]
+        return column[self._index[positions]]
+
     def __len__(self) -> int:
-        return len(self._frozen()[0])
+        return len(self._index) if self._index is not None else len(self._frozen()[0])
 
     @property
     def bounds(self) -> np.ndarray:
         """float64 (n, 4): xmin, ymin, xmax, ymax of each row (NaN for None or empty), as
-        ``shapely.bounds``."""
-        return self._frozen()[2]
+        ``shapely.bounds`` (of a view: a new array at each call)."""
+        return self._column(2)
 
     @property
     def num_coordinates(self) -> np.ndarray:
-        """int32 (n,): vertices of each row (0 for None), as ``shapely.get_num_coordinates``."""
-        return self._frozen()[3]
+        """int32 (n,): vertices of each row (0 for None), as ``shapely.get_num_coordinates``
+        (of a view: a new array at each call)."""
+        return self._column(3)
 
     def wkb(self, positions) -> list:
         """The WKB (bytes, or None for a null row) of the rows at ``positions`` (int array
         or slice), as ``shapely.to_wkb`` wrote it."""
-        offset, length = (column[positions] for column in self._frozen()[:2])
+        offset, length = self._column(0, positions), self._column(1, positions)
         read = self._spill.read
         return [read(o, n) if n else None for o, n in zip(offset.tolist(), length.tolist())]
 
@@ -135,8 +146,10 @@ class StoredGeometries:
     def view(self, positions) -> StoredGeometries:
         """A store of the rows at ``positions`` (int array or slice), in that order, reading
         the same file (which stays open while its owner is open)."""
-        columns = tuple(column[positions] for column in self._frozen())
-        return StoredGeometries(_spill=self._spill, _columns=columns)
+        index = np.arange(len(self), dtype=np.int64)[positions] if self._index is None \
+            else self._index[positions]
+        return StoredGeometries(_spill=self._spill, _columns=self._frozen(),
+                                _index=np.asarray(index, dtype=np.int64).reshape(-1))
 
     def close(self) -> None:
         """Remove the file (the owner only; its views cannot be read after)."""
