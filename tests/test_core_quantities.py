@@ -91,6 +91,19 @@ def test_blocks_give_the_whole_matrix_bits(n_ref, n_pred, seed, tolerance, block
     assert np.array_equal(q.sums(), q.sums(np.arange(n_ref)))
 
 
+def test_many_groups_sort_the_predictions_once(monkeypatch):
+    # A stratum's sums need the predictions by home; sorting all of them again for every
+    # stratum would make thousands of strata (counties of a national layer) quadratic.
+    q = Quantities(*_tables(np.random.default_rng(7), 300, 400, False))
+    sorts = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda *a, **k: sorts.append(1) or argsort(*a, **k))
+    matrix = q.matrix()
+    for stratum in np.array_split(np.arange(300), 100):
+        assert np.array_equal(q.sums(stratum), np.cumsum(matrix[stratum], axis=0)[-1])
+    assert len(sorts) == 1
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as patch:

@@ -55,6 +55,7 @@ class Quantities:
         counted = ~predicted["ignored"]
         self._home = pred_home
         self._homed = np.flatnonzero((pred_home >= 0) & counted)
+        self._by_home_cache = None
         unhomed = np.flatnonzero((pred_home < 0) & counted)
         self.unassigned = np.zeros(len(QUANTITIES))
         for name in _PREDICTED:
@@ -120,11 +121,17 @@ class Quantities:
 
     def _by_home(self):
         """The counted predictions with a home, ordered by home (input order within one):
-        (their positions, where each reference row's start among them (n_ref + 1,))."""
-        home = self._home[self._homed]
-        order = np.argsort(home, kind="stable")
-        starts = np.searchsorted(home[order], np.arange(len(self) + 1))
-        return self._homed[order], starts
+        (their positions, where each reference row's start among them (n_ref + 1,)).
+
+        Made once and kept (16 B per row): every stratum and size class sums its members
+        through it, and sorting every prediction again for each would make a layer of
+        thousands of strata quadratic."""
+        if self._by_home_cache is None:
+            home = self._home[self._homed]
+            order = np.argsort(home, kind="stable")
+            starts = np.searchsorted(home[order], np.arange(len(self) + 1))
+            self._by_home_cache = self._homed[order], starts
+        return self._by_home_cache
 
     def _add_predicted(self, q, index, by_home) -> None:
         """Per-prediction quantities summed over each reference row of ``index`` that is
