@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 
 import numpy as np
-from qgis.PyQt.QtCore import QVariant
+from qgis.PyQt.QtCore import QByteArray, QDate, QDateTime, QTime, QVariant
 
 
 class AttributeTable:
@@ -64,6 +65,16 @@ class AttributeTable:
         values = self._columns[index]
         return [None] * self._n if values is None else values.tolist()
 
+    def labels(self, index: int) -> list:
+        """One field's values as labels a report can name and write (a list of n): dates
+        and times as ISO 8601 text, binary values as hex, NULL as None (``label_value``)."""
+        values = self._columns[index]
+        if values is None:
+            return [None] * self._n
+        if values.dtype != object:
+            return values.tolist()
+        return [label_value(v) for v in values.tolist()]
+
     def rows(self, positions) -> list:
         """The rows at ``positions`` (int array or slice), each a list of plain values."""
         n = len(range(self._n)[positions]) if isinstance(positions, slice) else len(positions)
@@ -83,6 +94,39 @@ class AttributeTable:
     def __iter__(self):
         for start in range(0, self._n, 10_000):
             yield from self.rows(slice(start, start + 10_000))
+
+
+def label_value(value):
+    """An attribute value as JSON and a text label can hold it: QDate, QDateTime, QTime
+    (and Python's dates and times) as ISO 8601 text, binary as hex, NULL or an invalid date
+    as None; anything else as it is. Without this a Date field's values reached the JSON
+    report as QDate objects, which it cannot write, and stratum names read
+    "PyQt5.QtCore.QDate(2020, 1, 1)"."""
+    value = plain_null(value)
+    if isinstance(value, (QDate, QDateTime, QTime)):
+        if value.isNull() or not value.isValid():
+            return None
+        value = (value.toPyDate() if isinstance(value, QDate) else
+                 value.toPyDateTime() if isinstance(value, QDateTime) else value.toPyTime())
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, (QByteArray, bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return value
+
+
+class LabelLookup:
+    """Item k of ``values`` (a list or array) as ``label_value`` gives it, converted only
+    when looked up: the report names a few fields of a layer of millions by their id."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, k: int):
+        return label_value(self.values[k])
 
 
 def plain_null(value):

@@ -210,7 +210,7 @@ class ComparePredictionsAlgorithm(IoUEvaluationAlgorithm):
             names=[_layer_name(layer) for layer in layers],
             predicted_crss=[p.crs_wkt for p in predicted],
             reference_crs=reference.crs_wkt,
-            strata=reference.attributes.column(strata_index)
+            strata=reference.attributes.labels(strata_index)
             if strata_index >= 0 else None,
             strata_name=strata_field or None,
             progress=FeedbackProgress(feedback, 20, 90),

@@ -27,6 +27,7 @@ from ..core.util.checks import is_missing
 from ..core.util.wording import count_of, plural
 from ..core.reports.data import build_report, to_json_text
 from ..core.reports.evaluate import render_evaluation_html, report_extras
+from .attributes import LabelLookup
 from .base import IoUEvaluationAlgorithm
 from .compat import FAST_INSERT, FIELD_LONG
 from .file_sync import sync_files, unsynced_sqlite
@@ -581,7 +582,9 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             if name not in fields:
                 return None
             index = fields[name][1]
-            return features.attributes.column(index)
+            if name in (self.REFERENCE_IGNORE_FIELD, self.SCORE_FIELD):
+                return features.attributes.column(index)
+            return features.attributes.labels(index)  # strata, classes, groups: names
 
         return {
             "strata": column(reference, self.STRATA_FIELD),
@@ -635,7 +638,7 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             metrics=study_area,
             parameters={name.lower(): field_name for name, (field_name, _) in fields.items()},
             warnings=run_warnings,
-            extras=report_extras(evaluation, ref_ids),
+            extras=report_extras(evaluation, LabelLookup(ref_ids)),
             reproduce=reproduce(self, parameters, context),
         )
 

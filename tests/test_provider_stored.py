@@ -102,3 +102,62 @@ def test_a_lookup_column_gives_plain_values_batch_by_batch():
     assert ids[0:2] == [None, None]
     assert LookupColumn([0, 1], [np.int32(7), "b"])[0:2] == [7, "b"]
     assert LookupColumn(np.zeros(0, np.int64), [])[0:5] == []
+
+
+@pytest.mark.parametrize("units", ["0", "7"])
+def test_date_fields_name_fields_and_strata_in_iso_8601(ioueval_provider, tmp_path,
+                                                        monkeypatch, units):
+    # A Date id field: the report's worst_reference_fields carried the QDate itself, and
+    # to_json_text raised "Object of type QDate is not JSON serializable" after the layers
+    # were written (one piece and work units alike); a Date stratum was named
+    # "PyQt5.QtCore.QDate(2020, 1, 1)".
+    from qgis.core import QgsFeature, QgsField, QgsGeometry
+    from qgis.PyQt.QtCore import QDate
+
+    from iou_evaluation.processing_provider.compat import FIELD_DATE
+
+    layers = []
+    for name, shift in (("reference", 0.0), ("predicted", 1.0)):
+        layer = QgsVectorLayer("MultiPolygon?crs=EPSG:5070", name, "memory")
+        layer.dataProvider().addAttributes([QgsField("sown", FIELD_DATE),
+                                            QgsField("season", FIELD_DATE)])
+        layer.updateFields()
+        features = []
+        for i in range(20):
+            feature = QgsFeature(layer.fields())
+            x = i * 15.0 + shift
+            feature.setGeometry(QgsGeometry.fromWkt(
+                f"POLYGON(({x} {shift},{x + 10} {shift},{x + 10} {shift + 10},"
+                f"{x} {shift + 10},{x} {shift}))"))
+            feature.setAttributes([QDate(2020, 1, 1 + i), QDate(2020 + i % 2, 6, 1)])
+            features.append(feature)
+        layer.dataProvider().addFeatures(features)
+        layers.append(layer)
+    monkeypatch.setenv(WORK_UNITS_ENV, units)
+    rows, report = run({"REFERENCE": layers[0], "PREDICTED": layers[1],
+                        "REFERENCE_ID_FIELD": "sown", "STRATA_FIELD": "season"},
+                       tmp_path, f"date_{units}")
+    assert report["metrics"]["count_tp"] == 20  # each 10 m square shifted by 1 m
+    assert len(rows["PER_FIELD"]) == 20
+    worst = report["worst_reference_fields"]
+    assert worst and all(w["id"] in {f"2020-01-{d:02d}" for d in range(1, 21)} for w in worst)
+    assert sorted(report["metrics"]["per_stratum"]) == ["2020-06-01", "2021-06-01"]
+
+
+def test_label_values_are_iso_8601_text_hex_or_as_they_are():
+    import datetime
+
+    from qgis.core import NULL
+    from qgis.PyQt.QtCore import QByteArray, QDate, QDateTime, QTime
+
+    from iou_evaluation.processing_provider.attributes import AttributeTable, label_value
+
+    assert label_value(QDate(2020, 2, 29)) == "2020-02-29"
+    assert label_value(QDateTime(QDate(2021, 3, 4), QTime(5, 6, 7))) == "2021-03-04T05:06:07"
+    assert label_value(QTime(23, 59, 1)) == "23:59:01"
+    assert label_value(datetime.date(1999, 12, 31)) == "1999-12-31"
+    assert label_value(QDate()) is None and label_value(NULL) is None
+    assert label_value(QByteArray(b"\x00\xff")) == "00ff" and label_value(b"\x01") == "01"
+    assert [label_value(v) for v in (7, 2.5, "Mais", None, True)] == [7, 2.5, "Mais", None, True]
+    table = AttributeTable.from_columns([[QDate(2020, 1, 1), None], [1, 2]], 2)
+    assert table.labels(0) == ["2020-01-01", None] and table.labels(1) == [1, 2]
