@@ -16,6 +16,8 @@ agree to the last bit.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..matching.summary import Q, QUANTITIES
@@ -55,7 +57,6 @@ class Quantities:
         counted = ~predicted["ignored"]
         self._home = pred_home
         self._homed = np.flatnonzero((pred_home >= 0) & counted)
-        self._by_home_cache = None
         unhomed = np.flatnonzero((pred_home < 0) & counted)
         self.unassigned = np.zeros(len(QUANTITIES))
         for name in _PREDICTED:
@@ -81,7 +82,7 @@ class Quantities:
     def __len__(self) -> int:
         return len(self._ref_area)
 
-    def rows(self, index, _by_home=None) -> np.ndarray:
+    def rows(self, index) -> np.ndarray:
         """float (len(index), len(QUANTITIES)): the quantities of reference rows ``index``
         (int array, increasing, or a slice)."""
         index = np.arange(len(self))[index] if isinstance(index, slice) else index
@@ -116,32 +117,31 @@ class Quantities:
             q[:, Q["within_len_ref"]] = r["boundary_within_tolerance_m"][index]
             q[:, Q["within_tol"]] = within
             q[:, Q["area_within_tol"]] = area * within
-        self._add_predicted(q, index, _by_home)
+        self._add_predicted(q, index)
         return q
 
+    @functools.cached_property
     def _by_home(self):
         """The counted predictions with a home, ordered by home (input order within one):
         (their positions, where each reference row's start among them (n_ref + 1,)).
 
-        Made once and kept (16 B per row): every stratum and size class sums its members
-        through it, and sorting every prediction again for each would make a layer of
-        thousands of strata quadratic."""
-        if self._by_home_cache is None:
-            home = self._home[self._homed]
-            order = np.argsort(home, kind="stable")
-            starts = np.searchsorted(home[order], np.arange(len(self) + 1))
-            self._by_home_cache = self._homed[order], starts
-        return self._by_home_cache
+        Made once and kept (16 B per row): every block, stratum and size class sums its
+        members through it, and sorting every prediction again for each would make a layer
+        of thousands of strata quadratic."""
+        home = self._home[self._homed]
+        order = np.argsort(home, kind="stable")
+        starts = np.searchsorted(home[order], np.arange(len(self) + 1))
+        return self._homed[order], starts
 
-    def _add_predicted(self, q, index, by_home) -> None:
+    def _add_predicted(self, q, index) -> None:
         """Per-prediction quantities summed over each reference row of ``index`` that is
         their home, each row's in input order of the predictions (as ``np.bincount`` adds
         them, which a one-piece summary did over every row at once)."""
-        if by_home is None and len(index) == len(self):  # every row: one bincount
+        if len(index) == len(self):  # every row: one bincount
             keep = self._homed
             label = self._home[keep]
         else:
-            ordered, starts = by_home if by_home is not None else self._by_home()
+            ordered, starts = self._by_home
             first, count = starts[index], starts[index + 1] - starts[index]
             label = np.repeat(np.arange(len(index)), count)
             offset = np.arange(len(label)) - np.repeat(np.cumsum(count) - count, count)
@@ -155,9 +155,8 @@ class Quantities:
         increasing), or over every row (None); rows added block by block in row order."""
         rows = np.arange(len(self)) if members is None else np.asarray(members, np.int64)
         total = np.zeros(len(QUANTITIES))
-        by_home = self._by_home() if len(rows) > BLOCK_ROWS or len(rows) < len(self) else None
         for start in range(0, len(rows), BLOCK_ROWS):
-            block = self.rows(rows[start:start + BLOCK_ROWS], by_home)
+            block = self.rows(rows[start:start + BLOCK_ROWS])
             total = block.sum(axis=0) if start == 0 else np.concatenate(
                 [total[None], block]).sum(axis=0)
         return total
