@@ -578,13 +578,14 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
     def _columns(self, fields, predicted, reference) -> dict:
         """The per-row keyword arguments of ``evaluate`` from the field parameters given."""
 
-        def column(features, name):
+        def column(features, name, as_labels=True):
+            """The field's values; as labels (``AttributeTable.labels``) where they name
+            strata, classes and groups."""
             if name not in fields:
                 return None
             index = fields[name][1]
-            if name in (self.REFERENCE_IGNORE_FIELD, self.SCORE_FIELD):
-                return features.attributes.column(index)
-            return features.attributes.labels(index)  # strata, classes, groups: names
+            attributes = features.attributes
+            return attributes.labels(index) if as_labels else attributes.column(index)
 
         return {
             "strata": column(reference, self.STRATA_FIELD),
@@ -593,8 +594,8 @@ class EvaluatePolygonsAlgorithm(IoUEvaluationAlgorithm):
             "predicted_classes": column(predicted, self.PREDICTED_CLASS_FIELD),
             "reference_groups": column(reference, self.REFERENCE_GROUP_FIELD),
             "predicted_groups": column(predicted, self.PREDICTED_GROUP_FIELD),
-            "reference_ignore": column(reference, self.REFERENCE_IGNORE_FIELD),
-            "predicted_scores": column(predicted, self.SCORE_FIELD),
+            "reference_ignore": column(reference, self.REFERENCE_IGNORE_FIELD, as_labels=False),
+            "predicted_scores": column(predicted, self.SCORE_FIELD, as_labels=False),
         }
 
     def _reference_ids(self, feedback, fields, reference, reference_source):
