@@ -82,6 +82,71 @@ def test_a_store_is_written_once_and_never_pickled():
     store.close()
 
 
+def test_a_view_reads_its_replaced_rows_from_a_sibling_of_the_store():
+    replacements = np.array([shapely.box(7, 7, 8, 9), None], dtype=object)
+    with _store(GEOMETRIES, 3) as store:
+        sibling = store.sibling()
+        sibling.append(replacements)
+        view = store.view(np.array([6, 0, 3, 5]), replaced=([1, 3], sibling, [1, 0]))
+        expected = np.array([GEOMETRIES[6], None, GEOMETRIES[3], replacements[0]],
+                            dtype=object)
+        assert len(view) == 4
+        assert all(_same(view.take(slice(None)), expected))
+        np.testing.assert_array_equal(view.bounds, shapely.bounds(expected))
+        assert view.num_coordinates.tolist() == [5, 0, 10, 5]
+        assert view.wkb([3, 1]) == [shapely.to_wkb(replacements[0]), None]
+        # A view of it keeps the replacements: rows 3, 0 of the view.
+        again = view.view(np.array([3, 0]))
+        assert all(_same(again.take(slice(None)), expected[[3, 0]]))
+        other = _store(GEOMETRIES).sibling()
+        with pytest.raises(ValueError, match="sibling"):
+            store.view([0], replaced=([0], other, [0]))
+        with pytest.raises(ValueError, match="without replacements"):
+            view.view([0], replaced=([0], sibling, [0]))
+        with pytest.raises(RuntimeError, match="not yet read"):
+            sibling.append(replacements)
+
+
+def _with_faults(geometries, seed):
+    """The geometries with about one in four changed by preparation: bow ties (repaired),
+    3D rings (made 2D), collections of a polygon and a line (reduced to the polygon)."""
+    rng = np.random.default_rng(seed)
+    out = geometries.copy()
+    for k in np.flatnonzero(rng.random(len(out)) < 0.25):
+        if out[k] is None or out[k].is_empty:
+            continue
+        x0, y0, x1, y1 = out[k].bounds
+        kind = rng.integers(3)
+        if kind == 0:
+            out[k] = shapely.Polygon([(x0, y0), (x1, y1), (x1, y0), (x0, y1)])
+        elif kind == 1:
+            out[k] = shapely.force_3d(out[k], z=float(rng.integers(1, 9)))
+        else:
+            out[k] = shapely.GeometryCollection(
+                [out[k], shapely.LineString([(x0, y0), (x1, y1)])])
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sources_changed_by_preparation_are_the_one_piece_runs_on_disk_and_in_memory(seed):
+    reference, predicted = _fields(5, 4, seed=seed)
+    reference, predicted = _with_faults(reference, seed), _with_faults(predicted, seed + 10)
+    kwargs = {"reference_ignore": [k % 6 == 1 for k in range(len(reference))]}
+    one = evaluate(predicted, reference, **kwargs)
+    stored = evaluate(_store(predicted), _store(reference, 7), work_unit_features=9, **kwargs)
+    in_memory = evaluate(predicted, reference, work_unit_features=9, **kwargs)
+    assert _differences(one, stored) == [] and _differences(one, in_memory) == []
+    inputs = {"reference": reference, "predicted": predicted}
+    for name in ("reference", "predicted"):
+        expected = getattr(one, name).source
+        assert expected.dtype == object and len(expected)
+        changed = [s is not g for s, g in zip(expected, inputs[name][getattr(one, name).keep])]
+        assert any(changed) and not all(changed)  # both kinds of row are written
+        source = getattr(stored, name).source
+        assert all(_same(source.take(np.arange(len(source))), expected))
+        assert all(_same(getattr(in_memory, name).source, expected))
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_stored_layers_give_the_one_piece_run_key_by_key(data):

@@ -54,11 +54,12 @@ matrix (~0.2 GB) only for the bootstrap, whose replicates are made in blocks
 (``grouping.bootstrap_weights``). Geometries are held only for the unit being evaluated
 (one per worker), and each unit's arrays are written to a temporary file as it is
 collected (``_ResultSpill``) and read back one array of every unit at a time when the run's
-are assembled; except the repaired source geometries of the evaluated rows, which the
-caller's TP/FP/FN outputs are written from: in memory when the layers were given as arrays
-(about the size of the input layers), on disk when they were given as
-``geometry.StoredGeometries`` (52 B per row in memory, ``geometry/stored.py``, and 8 B
-per row for their view in one-piece order). About 0.7 GB
+are assembled. The repaired source geometries of the evaluated rows, which the caller's
+TP/FP/FN outputs are written from, are the input geometries except for the rows a unit
+changed (repaired, made 2D, made continuous across the antimeridian: 0.3 % of the bench
+generator's rows), which are taken out of each result (``_Sources``): so a layer's sources
+are the input array, or for layers given as ``geometry.StoredGeometries`` a view of the
+input store (8 B per row) with the changed rows written beside it. About 0.7 GB
 per million fields besides the geometries, against ~6 KB per field for a one-piece run;
 measured through ``qgis_process`` on 1M generated fields, with every output: see
 bench/README.md ("National scale through qgis_process").
@@ -69,6 +70,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import operator
 import pickle  # nosec B403 (only this process's own spill file is read back)
 from dataclasses import dataclass
 
@@ -87,10 +89,11 @@ from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
 from ..geometry.prepare import PreparedLayer, log_counts
 from ..geometry.prepare import logger as prepare_logger
-from ..geometry.stored import SpillFile, StoredGeometries, bounds_of, num_coordinates_of
+from ..geometry.stored import SpillFile, StoredGeometries, bounds_of, num_coordinates_of, take
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
+from ..util import allocator
 from ..util.memory import check_memory
 from ..util.progress import Progress
 from . import evaluate as stages
@@ -209,6 +212,9 @@ class UnitResult:
     the unit's rows unless said. Picklable, for executors in other processes."""
 
     layers: tuple  # (reference, ignore, predicted): PreparedLayer without geometries
+    # Per layer: (positions among its rows, geometries) of the rows whose repaired source is
+    # not the input geometry itself (``_replaced_sources``); the others are the input's.
+    replaced_sources: tuple
     pairs: OverlapPairs
     candidates: OverlapPairs | None  # None: the pairs themselves (no class rule)
     reference_match: np.ndarray
@@ -265,6 +271,9 @@ def evaluate_unit(rows: stages.Rows, options: stages.Options, curve: bool = Fals
         )
     return UnitResult(
         layers=tuple(_compact(layer) for layer in (ref, ignore, pred)),
+        replaced_sources=(_replaced_sources(ref, rows.reference),
+                          _replaced_sources(ignore, rows.reference),
+                          _replaced_sources(pred, rows.predicted)),
         pairs=found.pairs,
         candidates=None if found.candidates is found.pairs else found.candidates,
         reference_match=matched.matches.reference_match,
@@ -301,6 +310,7 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     """
     progress.checkpoint(0, "Splitting into work units")
     units = split_units(rows, options, max_features)
+    allocator.release()  # the envelopes' and the candidate graph's
     for unit in units:
         check_unit_memory(rows, unit)
     curve = bool(options.tolerance and options.tolerance_multiples)
@@ -310,13 +320,24 @@ def evaluate_in_units(rows: stages.Rows, options: stages.Options, progress: Prog
     prepare_logger.addFilter(quiet)  # the counts are logged once, for the whole run
     results = _ResultSpill()
     try:
-        sources = _Sources(rows.stored)
+        sources = _Sources(rows)
         _run_units(units, rows, options, curve, want_ap, progress.span(1, 75), executor,
                    results, sources)
         return _conclude(units, results, rows, options, curve, progress, executor, sources)
     finally:
         results.close()
         prepare_logger.removeFilter(quiet)
+
+
+def _replaced_sources(layer: PreparedLayer, given: np.ndarray):
+    """(positions among the layer's rows, geometries) of its rows whose repaired source is
+    not the very geometry it was given (``given[layer.keep]``): repaired, made 2D, made
+    continuous across the antimeridian. Every other row's source is its input geometry, so
+    a run writes it from the input (``_Sources``) rather than storing it again."""
+    same = np.fromiter(map(operator.is_, layer.source, given[layer.keep]), dtype=bool,
+                       count=layer.n)
+    at = np.flatnonzero(~same)
+    return at, layer.source[at]
 
 
 class _Quiet(logging.Filter):
@@ -337,7 +358,9 @@ def _run_units(units, rows, options, curve, want_ap, advance, executor, results,
 
     def collect(k, result):
         nonlocal done
-        results.add(sources.keep(result))
+        results.add(sources.keep(result, units[k]))
+        del result
+        allocator.release()  # the unit's working memory, before the next unit's
         done += units[k].n
         advance(done / total)
 
@@ -435,30 +458,46 @@ class _SpilledColumns:
 
 
 class _Sources:
-    """The units' repaired source geometries (of reference fields, ignore regions and
-    predictions; the TP/FP/FN outputs are written from them), taken out of each result as it
-    is collected: written to disk for a run on stored layers, whose evaluation then reads
-    them from there (``StoredGeometries`` views), else kept as the units' arrays."""
+    """The repaired source geometries of the evaluated rows (reference fields, ignore regions,
+    predictions; the TP/FP/FN outputs are written from them): the input geometries, except
+    the few rows each unit changed (``UnitResult.replaced_sources``), which are taken out of
+    each result as it is collected: written to disk beside a stored input (a ``sibling`` of
+    its store, so a layer's sources are a view of the input, 8 B a row), else kept as the
+    units' arrays."""
 
-    def __init__(self, stored: bool):
-        self.stores = tuple(StoredGeometries() for _ in range(3)) if stored else None
-        self.parts = ([], [], [])
+    def __init__(self, rows: stages.Rows):
+        self.inputs = (rows.reference, rows.reference, rows.predicted)
+        self.stores = tuple(
+            given.sibling() if isinstance(given, StoredGeometries) else None
+            for given in self.inputs)
+        self.parts = ([], [], [])  # per layer, per unit: replaced geometries (arrays)
+        self.replaced = ([], [], [])  # per layer, per unit: their input positions
 
-    def keep(self, result: UnitResult) -> UnitResult:
-        for k, layer in enumerate(result.layers):
-            if self.stores is not None:
-                self.stores[k].append(layer.source)
+    def keep(self, result: UnitResult, unit: WorkUnit) -> UnitResult:
+        for k, (layer, (at, geometries)) in enumerate(zip(result.layers,
+                                                          result.replaced_sources)):
+            given = unit.predicted_rows if k == 2 else unit.reference_rows
+            self.replaced[k].append(given[layer.keep[at]])
+            if self.stores[k] is not None:
+                self.stores[k].append(geometries)
             else:
-                self.parts[k].append(layer.source)
-        return dataclasses.replace(result, layers=tuple(
-            dataclasses.replace(layer, source=None) for layer in result.layers))
+                self.parts[k].append(geometries)
+        return dataclasses.replace(result, replaced_sources=None)
 
-    def of_layer(self, which: int, order: np.ndarray):
-        """The sources of layer ``which`` (0 reference, 1 ignore regions, 2 predicted), the
-        units' rows in unit order taken in ``order``."""
-        if self.stores is not None:
-            return self.stores[which].view(order)
-        return np.concatenate(self.parts[which] + [np.zeros(0, dtype=object)])[order]
+    def of_layer(self, which: int, keep: np.ndarray):
+        """The sources of layer ``which`` (0 reference, 1 ignore regions, 2 predicted) at
+        ``keep``: int64 input positions of its evaluated rows, increasing."""
+        replaced = np.concatenate(self.replaced[which] + [np.zeros(0, np.int64)])
+        at = np.searchsorted(keep, replaced)
+        if not np.array_equal(keep[np.minimum(at, len(keep) - 1)], replaced):
+            raise RuntimeError("a replaced source is not among the layer's evaluated rows")
+        given = self.inputs[which]
+        if self.stores[which] is not None:
+            return given.view(keep, replaced=(at, self.stores[which],
+                                              np.arange(len(replaced))))
+        out = take(given, keep)
+        out[at] = np.concatenate(self.parts[which] + [np.zeros(0, dtype=object)])
+        return out
 
 
 def _conclude(units, results, rows, options, curve_wanted, progress, executor, sources):
@@ -523,9 +562,9 @@ def _worst(values):
 
 
 def _compact(layer: PreparedLayer) -> PreparedLayer:
-    """The layer without its equal-area geometries: positions, areas, drop reasons and the
-    repaired source geometries (which the TP/FP/FN outputs are written from) stay."""
-    return dataclasses.replace(layer, geometries=None, lonlat=None)
+    """The layer without its geometries (positions, areas and drop reasons stay; the
+    repaired sources that differ from the input go in ``UnitResult.replaced_sources``)."""
+    return dataclasses.replace(layer, source=None, geometries=None, lonlat=None)
 
 
 def _assemble_layer(results, units, which, rows, name, unit_rows, layer_rows, sources):
@@ -556,10 +595,11 @@ def _assemble_layer(results, units, which, rows, name, unit_rows, layer_rows, so
         positions.append(rank[start:start + len(k)])
         start += len(k)
     area = np.concatenate(areas + [np.zeros(0)])[order]
-    source = sources.of_layer(which, order)
+    keep = keep[order]
+    source = sources.of_layer(which, keep)
     template = results[0].layers[which]
     layer = PreparedLayer(
-        name=name, keep=keep[order], source=source, geometries=None, area_m2=area,
+        name=name, keep=keep, source=source, geometries=None, area_m2=area,
         crs=template.crs, n_input=len(layer_rows),
         n_dropped=int(np.count_nonzero(drop_reason != "")), n_repaired=n_repaired,
         drop_reason=drop_reason, lonlat=None, area_of=template.area_of,

@@ -73,19 +73,27 @@ class StoredGeometries:
     """
 
     def __init__(self, directory: str | None = None, *, _spill=None, _columns=None,
-                 _index=None):
+                 _index=None, _replacements=None, _appendable=False):
         self._spill = _spill if _spill is not None else SpillFile(directory)
         self._owner = _spill is None
+        self._appendable = self._owner or _appendable
         self._parts = []  # (offset, length, bounds, num_coordinates) per append
         self._columns = _columns  # (offset, length, bounds, num_coordinates), when frozen
-        # A view: int64 positions into the owner's columns (8 B a row, not their 52 B).
+        # A view: int64 positions into the owner's columns (8 B a row, not their 52 B); a
+        # negative position -1 - j is row j of ``_replacements`` (a sibling's columns).
         self._index = _index
+        self._replacements = _replacements
+
+    def sibling(self) -> StoredGeometries:
+        """An empty store that writes to this store's file: for the rows that replace some
+        of this store's rows in a view (``view(..., replaced=...)``)."""
+        return StoredGeometries(_spill=self._spill, _appendable=True)
 
     def append(self, geometries) -> None:
         """Write geometries (object array (n,) of shapely geometries or None) at the end.
 
         Raises RuntimeError on a view, or after the store has been read."""
-        if not self._owner or self._columns is not None:
+        if not self._appendable or self._columns is not None:
             raise RuntimeError("geometries can only be appended to a store not yet read")
         geometries = np.asarray(geometries, dtype=object).reshape(-1)
         for start in range(0, len(geometries), _WRITE_CHUNK):
@@ -112,7 +120,14 @@ class StoredGeometries:
         column = self._frozen()[i]
         if self._index is None:
             return column[positions]
-        return column[self._index[positions]]
+        index = self._index[positions]
+        if self._replacements is None:
+            return column[index]
+        out = np.empty((len(index),) + column.shape[1:], dtype=column.dtype)
+        own = index >= 0
+        out[own] = column[index[own]]
+        out[~own] = self._replacements[i][-1 - index[~own]]
+        return out
 
     def __len__(self) -> int:
         return len(self._index) if self._index is not None else len(self._frozen()[0])
@@ -143,13 +158,32 @@ class StoredGeometries:
         wkbs[:] = read
         return shapely.from_wkb(wkbs)
 
-    def view(self, positions) -> StoredGeometries:
+    def view(self, positions, replaced=None) -> StoredGeometries:
         """A store of the rows at ``positions`` (int array or slice), in that order, reading
-        the same file (which stays open while its owner is open)."""
+        the same file (which stays open while its owner is open).
+
+        Args:
+            replaced: None, or (at, sibling, rows): the view's rows at positions ``at`` (int
+                array) are instead the rows ``rows`` (int array, as long) of ``sibling``, a
+                ``sibling()`` of this store's owner: a layer's few changed rows over its
+                unchanged ones, 8 B a row (``units._Sources``).
+
+        Raises ValueError when ``sibling`` writes to another file or this store is a view
+        with replacements already.
+        """
         index = np.arange(len(self), dtype=np.int64)[positions] if self._index is None \
             else self._index[positions]
-        return StoredGeometries(_spill=self._spill, _columns=self._frozen(),
-                                _index=np.asarray(index, dtype=np.int64).reshape(-1))
+        index = np.array(index, dtype=np.int64).reshape(-1)
+        replacements = self._replacements
+        if replaced is not None:
+            at, sibling, rows = replaced
+            if sibling._spill is not self._spill or replacements is not None:
+                raise ValueError("replacement rows must be a sibling() of this store's owner, "
+                                 "on a view without replacements")
+            index[np.asarray(at, dtype=np.int64)] = -1 - np.asarray(rows, dtype=np.int64)
+            replacements = sibling._frozen()
+        return StoredGeometries(_spill=self._spill, _columns=self._frozen(), _index=index,
+                                _replacements=replacements)
 
     def close(self) -> None:
         """Remove the file (the owner only; its views cannot be read after)."""

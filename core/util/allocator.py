@@ -102,6 +102,17 @@ def trim() -> None:
             _libc.malloc_trim(0)
 
 
+def release() -> None:
+    """Hand free heap memory back to the system now (``malloc_trim``), even while an
+    evaluation runs. Between two work units: what one unit freed would otherwise stay in the
+    heap beside the run's long-lived arrays (measured on 200,000 fields: 200 MiB more at the
+    end of the units), and the next unit's first touch of fresh pages costs little beside
+    its work."""
+    if _libc is not None:
+        with _lock:
+            _libc.malloc_trim(0)
+
+
 def active() -> int:
     """How many evaluations are using the tuned allocator now."""
     return _active
