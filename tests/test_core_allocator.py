@@ -61,6 +61,22 @@ def test_trim_hands_memory_back_only_while_no_evaluation_runs(libc):
     assert [c[0] for c in libc.calls].count("malloc_trim") == 2
 
 
+def test_release_hands_memory_back_even_while_an_evaluation_runs(libc):
+    allocator.release()
+    allocator.enter()
+    allocator.release()  # between work units: the next unit's memory is fresh anyway
+    allocator.leave()
+    assert [c[0] for c in libc.calls].count("malloc_trim") == 3
+
+
+def test_a_unit_by_unit_run_releases_memory_after_the_split_and_after_each_unit(libc):
+    boxes = [shapely.box(20 * k, 0, 20 * k + 10, 10) for k in range(5)]  # 5 components
+    result = evaluate(boxes, boxes, work_unit_features=2)  # a unit of each
+    assert result.metrics["count_tp"] == 5
+    # 1 after the split, 5 after the units, 1 when the evaluation ends.
+    assert [c[0] for c in libc.calls].count("malloc_trim") == 1 + 5 + 1
+
+
 def test_leave_without_enter_is_a_programming_error(libc):
     with pytest.raises(RuntimeError):
         allocator.leave()

@@ -56,8 +56,9 @@ matrix (~0.2 GB) only for the bootstrap, whose replicates are made in blocks
 collected (``_ResultSpill``) and read back one array of every unit at a time when the run's
 are assembled. The repaired source geometries of the evaluated rows, which the caller's
 TP/FP/FN outputs are written from, are the input geometries except for the rows a unit
-changed (repaired, made 2D, made continuous across the antimeridian: 0.3 % of the bench
-generator's rows), which are taken out of each result (``_Sources``): so a layer's sources
+changed (repaired, made 2D, made continuous across the antimeridian: on the bench generator's
+layers 0.3 % of the fields and 0.8 % of the predictions), which are taken out of each result
+(``_Sources``): so a layer's sources
 are the input array, or for layers given as ``geometry.StoredGeometries`` a view of the
 input store (8 B per row) with the changed rows written beside it. About 0.7 GB
 per million fields besides the geometries, against ~6 KB per field for a one-piece run;
