@@ -98,6 +98,12 @@ def test_a_view_reads_its_replaced_rows_from_a_sibling_of_the_store():
         # A view of it keeps the replacements: rows 3, 0 of the view.
         again = view.view(np.array([3, 0]))
         assert all(_same(again.take(slice(None)), expected[[3, 0]]))
+        # Replacing rows in a slice of a view leaves that view as it was.
+        backwards = store.view(np.arange(len(GEOMETRIES))[::-1])
+        replaced = backwards.view(slice(0, 3), replaced=([0], sibling, [0]))
+        assert all(_same(replaced.take(slice(None)),
+                         [replacements[0], GEOMETRIES[5], GEOMETRIES[4]]))
+        assert all(_same(backwards.take(slice(None)), GEOMETRIES[::-1]))
         other = _store(GEOMETRIES).sibling()
         with pytest.raises(ValueError, match="sibling"):
             store.view([0], replaced=([0], other, [0]))

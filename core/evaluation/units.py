@@ -56,14 +56,14 @@ matrix (~0.2 GB) only for the bootstrap, whose replicates are made in blocks
 collected (``_ResultSpill``) and read back one array of every unit at a time when the run's
 are assembled. The repaired source geometries of the evaluated rows, which the caller's
 TP/FP/FN outputs are written from, are the input geometries except for the rows a unit
-changed (repaired, made 2D, made continuous across the antimeridian: on the bench generator's
-layers 0.3 % of the fields and 0.8 % of the predictions), which are taken out of each result
-(``_Sources``): so a layer's sources
-are the input array, or for layers given as ``geometry.StoredGeometries`` a view of the
-input store (8 B per row) with the changed rows written beside it. About 0.7 GB
-per million fields besides the geometries, against ~6 KB per field for a one-piece run;
-measured through ``qgis_process`` on 1M generated fields, with every output: see
-bench/README.md ("National scale through qgis_process").
+changed (repaired, made 2D, made continuous across the antimeridian: on the bench
+generator's layers 0.3 % of the fields and 0.8 % of the predictions), which are taken out of
+each result (``_Sources``): so a layer's sources are the input array, or for layers given as
+``geometry.StoredGeometries`` a view of the input store (8 B per row) with the changed rows
+written beside it. Measured at the peak, with the caller's attribute values and ids: about
+0.9 GB per million fields (1M generated fields through ``qgis_process`` with every output:
+1,182 MiB, of which ~260 MiB is QGIS itself), against ~5.3 KB per field for a one-piece
+run; see bench/README.md ("National scale through qgis_process").
 """
 
 from __future__ import annotations

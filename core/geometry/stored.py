@@ -173,13 +173,14 @@ class StoredGeometries:
         """
         index = np.arange(len(self), dtype=np.int64)[positions] if self._index is None \
             else self._index[positions]
-        index = np.array(index, dtype=np.int64).reshape(-1)
+        index = np.asarray(index, dtype=np.int64).reshape(-1)
         replacements = self._replacements
         if replaced is not None:
             at, sibling, rows = replaced
             if sibling._spill is not self._spill or replacements is not None:
                 raise ValueError("replacement rows must be a sibling() of this store's owner, "
                                  "on a view without replacements")
+            index = index.copy()  # it may be this view's own index, sliced
             index[np.asarray(at, dtype=np.int64)] = -1 - np.asarray(rows, dtype=np.int64)
             replacements = sibling._frozen()
         return StoredGeometries(_spill=self._spill, _columns=self._frozen(), _index=index,
