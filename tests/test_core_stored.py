@@ -107,8 +107,13 @@ def test_a_view_reads_its_replaced_rows_from_a_sibling_of_the_store():
         other = _store(GEOMETRIES).sibling()
         with pytest.raises(ValueError, match="sibling"):
             store.view([0], replaced=([0], other, [0]))
-        with pytest.raises(ValueError, match="without replacements"):
-            view.view([0], replaced=([0], sibling, [0]))
+        # Replacing rows of a view with replacements keeps both (a unit run's sources
+        # given to another unit run).
+        more = store.sibling()
+        more.append(np.array([shapely.box(1, 1, 2, 2)], dtype=object))
+        both = view.view(np.array([3, 2, 1]), replaced=([1], more, [0]))
+        assert all(_same(both.take(slice(None)),
+                         [replacements[0], shapely.box(1, 1, 2, 2), None]))
         with pytest.raises(RuntimeError, match="not yet read"):
             sibling.append(replacements)
 
@@ -151,6 +156,18 @@ def test_sources_changed_by_preparation_are_the_one_piece_runs_on_disk_and_in_me
         source = getattr(stored, name).source
         assert all(_same(source.take(np.arange(len(source))), expected))
         assert all(_same(getattr(in_memory, name).source, expected))
+
+
+def test_the_sources_of_a_stored_unit_run_can_be_evaluated_again_in_units():
+    bow_tie = shapely.Polygon([(0, 0), (10, 10), (10, 0), (0, 10)])
+    reference = np.array([shapely.box(0, 0, 10, 10), bow_tie, shapely.box(20, 0, 30, 10)])
+    predicted = np.array([shapely.box(1, 0, 11, 10), shapely.box(0, 0, 10, 10), bow_tie])
+    with _store(reference) as r, _store(predicted) as p:
+        first = evaluate(p, r, work_unit_features=2)
+        again = evaluate(first.predicted.source, first.reference.source, work_unit_features=2)
+        one = evaluate(first.predicted.source.take(slice(None)),
+                       first.reference.source.take(slice(None)))
+        assert _differences(one, again) == []
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -693,7 +693,8 @@ def evaluate(
         predicted: sequence of shapely geometries (None allowed), shape (n_pred,), in
             ``predicted_crs``, or ``geometry.StoredGeometries`` for a layer too large to
             hold (then the evaluation runs in work units, and the returned layers'
-            ``source`` geometries are ``StoredGeometries`` too). Never modified.
+            ``source`` geometries are views of these stores, read from their files: keep
+            the stores open while the result's sources are read). Never modified.
         reference: the same for the reference layer, shape (n_ref,), in ``reference_crs``.
         predicted_crs, reference_crs: anything ``pyproj.CRS.from_user_input`` accepts, or None
             for both to evaluate in planar (pixel) units.

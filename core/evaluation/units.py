@@ -495,7 +495,7 @@ class _Sources:
         given = self.inputs[which]
         if self.stores[which] is not None:
             return given.view(keep, replaced=(at, self.stores[which],
-                                              np.arange(len(replaced))))
+                                              np.arange(len(replaced))) if len(at) else None)
         out = take(given, keep)
         out[at] = np.concatenate(self.parts[which] + [np.zeros(0, dtype=object)])
         return out

@@ -168,8 +168,7 @@ class StoredGeometries:
                 ``sibling()`` of this store's owner: a layer's few changed rows over its
                 unchanged ones, 8 B a row (``units._Sources``).
 
-        Raises ValueError when ``sibling`` writes to another file or this store is a view
-        with replacements already.
+        Raises ValueError when ``sibling`` writes to another file.
         """
         index = np.arange(len(self), dtype=np.int64)[positions] if self._index is None \
             else self._index[positions]
@@ -177,12 +176,16 @@ class StoredGeometries:
         replacements = self._replacements
         if replaced is not None:
             at, sibling, rows = replaced
-            if sibling._spill is not self._spill or replacements is not None:
-                raise ValueError("replacement rows must be a sibling() of this store's owner, "
-                                 "on a view without replacements")
+            if sibling._spill is not self._spill:
+                raise ValueError("replacement rows must be a sibling() of this store's owner")
+            rows = np.asarray(rows, dtype=np.int64)
+            added = sibling._frozen()
+            if replacements is not None:  # a view with replacements already: both kept
+                rows = rows + len(replacements[0])
+                added = tuple(np.concatenate([old, new]) for old, new in zip(replacements, added))
             index = index.copy()  # it may be this view's own index, sliced
-            index[np.asarray(at, dtype=np.int64)] = -1 - np.asarray(rows, dtype=np.int64)
-            replacements = sibling._frozen()
+            index[np.asarray(at, dtype=np.int64)] = -1 - rows
+            replacements = added
         return StoredGeometries(_spill=self._spill, _columns=self._frozen(), _index=index,
                                 _replacements=replacements)
 
