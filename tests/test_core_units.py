@@ -394,3 +394,34 @@ def test_a_prediction_in_another_crs_meets_a_field_its_curved_image_reaches():
     kwargs = dict(predicted_crs="EPSG:4326", reference_crs="EPSG:5070")
     one = _units_give_the_one_piece_run(predicted, reference, **kwargs)
     assert one.per_reference["best_iou"][0] > 0  # the overlap, seen in one piece
+
+
+@pytest.mark.parametrize("work_unit_features", [1, 2])
+def test_a_hole_drawn_outside_its_shell_joins_the_unit_of_the_field_it_overlaps(
+        work_unit_features):
+    """GEOS takes a polygon's envelope from its shell; repair keeps the hole drawn outside
+    it as a polygon of its own, which overlaps the field (found by a helper: 0 pairs in
+    units, 1 in one piece)."""
+    predicted = np.array([shapely.Polygon([(0, 0), (100, 0), (100, 100), (0, 100)],
+                                          [[(120, 0), (140, 0), (140, 20)]])], dtype=object)
+    reference = np.array([shapely.box(130, 0, 230, 100)], dtype=object)
+    kwargs = {"predicted_crs": "EPSG:32633", "reference_crs": "EPSG:32633"}
+    one = evaluate(predicted, reference, **kwargs)
+    assert len(one.pairs.iou) == 1
+    units = evaluate(predicted, reference, work_unit_features=work_unit_features, **kwargs)
+    assert _differences(one, units) == []
+
+
+def test_two_caps_drawn_round_the_pole_meet_in_one_unit():
+    """A ring drawn round the pole at 85° N is read as the cap up to the pole: drawn, its
+    envelope is a band of no height (found by a helper: TP 0 in units, 1 in one piece)."""
+    def cap(lat):
+        return shapely.Polygon([(lon, lat) for lon in (170, -170, -150, -90, 0, 90, 170)])
+
+    reference = np.array([cap(85.0), shapely.box(10, 10, 11, 11)], dtype=object)
+    predicted = np.array([cap(85.01), shapely.box(10, 10, 11, 11)], dtype=object)
+    kwargs = {"predicted_crs": "EPSG:4326", "reference_crs": "EPSG:4326"}
+    one = evaluate(predicted, reference, **kwargs)
+    assert one.metrics["count_tp"] == 2
+    units = evaluate(predicted, reference, work_unit_features=1, **kwargs)
+    assert _differences(one, units) == []

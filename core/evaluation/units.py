@@ -88,9 +88,17 @@ from ..boundary.curve import (
 )
 from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
-from ..geometry.prepare import PreparedLayer, log_counts
+from ..geometry.prepare import PreparedLayer, log_counts, read_lonlat
+from ..geometry.prepare import _half_turn as prepare_half_turn
 from ..geometry.prepare import logger as prepare_logger
-from ..geometry.stored import SpillFile, StoredGeometries, bounds_of, num_coordinates_of, take
+from ..geometry.stored import (
+    SpillFile,
+    StoredGeometries,
+    bounds_of,
+    envelopes,
+    num_coordinates_of,
+    take,
+)
 from ..matching.average_precision import candidate_ious
 from ..matching.rules import match
 from ..pairs.overlap import OverlapPairs
@@ -775,15 +783,33 @@ def _average_precision(results, rows, options, layers, ref_pos, ignore_pos, pred
 def _boxes(rows: stages.Rows, options: stages.Options):
     """Envelopes (n, 4) of both layers' rows in the reference CRS's frame, widened by the
     reach; NaN for rows without a geometry."""
-    ref_boxes = bounds_of(rows.reference)
-    pred_boxes = bounds_of(rows.predicted)
     ref_crs, pred_crs = options.reference_crs, options.predicted_crs
+    ref_boxes = _read_boxes(rows.reference, ref_crs)
+    pred_boxes = _read_boxes(rows.predicted, pred_crs)
     if ref_crs is not None and pred_crs is not None and not ref_crs.equals(pred_crs):
         pred_boxes = _transformed_boxes(pred_boxes, pred_crs, ref_crs)
     reach = reach_m(options)
     dx, dy = _reach(ref_crs, reach, np.concatenate([ref_boxes, pred_boxes]))
     ref_boxes = ref_boxes + np.array([-dx, -dy, dx, dy])
     return ref_boxes, pred_boxes
+
+
+def _read_boxes(geometries, crs) -> np.ndarray:
+    """Envelopes (n, 4) of the rows as preparation reads them (``stored.envelopes``, every
+    ring counted). In a geographic CRS a row whose longitudes span more than half a turn is
+    read by ``prepare.read_lonlat`` first: it closes a ring drawn round a pole through the
+    pole (drawn, its envelope is a band of no height, which would meet nothing) and makes a
+    ring across ±180° continuous."""
+    boxes = bounds_of(geometries)
+    if crs is None or not crs.is_geographic or not len(boxes):
+        return boxes
+    half_turn = prepare_half_turn(crs)
+    with np.errstate(invalid="ignore"):
+        wide = np.flatnonzero(boxes[:, 2] - boxes[:, 0] > half_turn)
+    if len(wide):
+        boxes = boxes.copy()  # a store's own column otherwise
+        boxes[wide] = envelopes(read_lonlat(take(geometries, wide), half_turn))
+    return boxes
 
 
 def _transformed_boxes(boxes, source, target):

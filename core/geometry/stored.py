@@ -103,7 +103,7 @@ class StoredGeometries:
                               dtype=np.int64)
             offset = self._spill.write(b"".join(w for w in wkbs.tolist() if w is not None))
             starts = offset + np.cumsum(length) - length
-            self._parts.append((starts, length, shapely.bounds(chunk),
+            self._parts.append((starts, length, envelopes(chunk),
                                 shapely.get_num_coordinates(chunk).astype(np.int32)))
 
     def _frozen(self):
@@ -134,8 +134,8 @@ class StoredGeometries:
 
     @property
     def bounds(self) -> np.ndarray:
-        """float64 (n, 4): xmin, ymin, xmax, ymax of each row (NaN for None or empty), as
-        ``shapely.bounds`` (of a view: a new array at each call)."""
+        """float64 (n, 4): each row's ``envelopes`` (of a view: a new array at each
+        call)."""
         return self._column(2)
 
     @property
@@ -226,11 +226,35 @@ def wkb_of(geometries, positions) -> list:
     return shapely.to_wkb(geometries[positions]).tolist()
 
 
+def envelopes(geometries) -> np.ndarray:
+    """float64 (n, 4): xmin, ymin, xmax, ymax over every vertex of each row of an object
+    array (NaN for None or empty). ``shapely.bounds``, except that every ring counts: GEOS
+    takes a polygon's envelope from its shell, and an invalid polygon's hole outside its
+    shell, which repair keeps as a polygon of its own, would lie outside it."""
+    geometries = np.asarray(geometries, dtype=object).reshape(-1)
+    out = shapely.bounds(geometries)
+    type_id = shapely.get_type_id(geometries)
+    rings = np.zeros(len(geometries), dtype=np.int64)
+    polygons = type_id == shapely.GeometryType.POLYGON
+    rings[polygons] = shapely.get_num_interior_rings(geometries[polygons])
+    # Polygons without holes and points or lines: their bounds are their vertices'.
+    other = np.flatnonzero(((rings > 0) | (type_id > shapely.GeometryType.POLYGON))
+                           & ~shapely.is_empty(geometries))
+    if len(other):
+        xy, row = shapely.get_coordinates(geometries[other], return_index=True)
+        if len(row):
+            starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+            at = other[row[starts]]
+            out[at, :2] = np.minimum.reduceat(xy, starts, axis=0)
+            out[at, 2:] = np.maximum.reduceat(xy, starts, axis=0)
+    return out
+
+
 def bounds_of(geometries) -> np.ndarray:
-    """``shapely.bounds`` of an object array or ``StoredGeometries`` (from memory)."""
+    """``envelopes`` of an object array or ``StoredGeometries`` (from memory)."""
     if isinstance(geometries, StoredGeometries):
         return geometries.bounds
-    return shapely.bounds(geometries)
+    return envelopes(geometries)
 
 
 def num_coordinates_of(geometries, positions=slice(None)) -> np.ndarray:
