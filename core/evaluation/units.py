@@ -88,8 +88,7 @@ from ..boundary.curve import (
 )
 from ..boundary.tolerance import tolerance_lengths_in_utm_at
 from ..geometry.crs import area_change_warnings, worst_area_change
-from ..geometry.prepare import PreparedLayer, log_counts, read_lonlat
-from ..geometry.prepare import _half_turn as prepare_half_turn
+from ..geometry.prepare import PreparedLayer, half_turn_of, log_counts, read_lonlat
 from ..geometry.prepare import logger as prepare_logger
 from ..geometry.stored import (
     SpillFile,
@@ -803,7 +802,7 @@ def _read_boxes(geometries, crs) -> np.ndarray:
     boxes = bounds_of(geometries)
     if crs is None or not crs.is_geographic or not len(boxes):
         return boxes
-    half_turn = prepare_half_turn(crs)
+    half_turn = half_turn_of(crs)
     with np.errstate(invalid="ignore"):
         wide = np.flatnonzero(boxes[:, 2] - boxes[:, 0] > half_turn)
     if len(wide):

@@ -340,7 +340,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
     if reproject and crs.is_geographic:
         # Before repair: read as planar, a ring jumping from 179° to -179° is a band round
         # the world that repair would "fix" into something else (in a collection too).
-        half_turn = _half_turn(crs)
+        half_turn = half_turn_of(crs)
         geoms = _collections_as_multipolygons(geoms)
         _drop(geoms, reason, _off_the_globe(geoms, half_turn), "not_projectable")
         geoms = read_lonlat(geoms, half_turn)
@@ -369,7 +369,7 @@ def _prepare_chunk(geoms: np.ndarray, crs, equal_area_crs, name: str,
             dense = geoms.copy()
             dense[longer] = densify_adaptive(
                 geoms[longer], Projector(crs, equal_area_crs), step,
-                half_turn=_half_turn(crs) if crs.is_geographic else None,
+                half_turn=half_turn_of(crs) if crs.is_geographic else None,
             )[0]
         geoms = _to_equal_area(dense, crs, equal_area_crs, name)
         del dense
@@ -398,7 +398,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
     the equal-area CRS (none are where the datums coincide).
     """
     lonlat_crs = lonlat_area.lonlat_crs
-    half_turn = _half_turn(lonlat_crs)
+    half_turn = half_turn_of(lonlat_crs)
     lonlat = geoms
     try:
         if crs != lonlat_crs:
@@ -407,7 +407,7 @@ def _lonlat_chunk(geoms, reason, source, repaired, longest_edge, crs, equal_area
                 longer = np.flatnonzero((longest_edge > step) | repaired)
                 lonlat = geoms.copy()
                 lonlat[longer] = densify_adaptive(
-                    geoms[longer], Projector(crs, lonlat_crs), step, half_turn=_half_turn(crs)
+                    geoms[longer], Projector(crs, lonlat_crs), step, half_turn=half_turn_of(crs)
                 )[0]
             lonlat = _drop_non_finite(to_crs(lonlat, crs, lonlat_crs))
             _drop(lonlat, reason, shapely.is_missing(lonlat), "not_projectable")
@@ -450,7 +450,7 @@ def lonlat_to_map(lonlat: np.ndarray, lonlat_area: LonLatArea, equal_area_crs) -
     (its central meridian ± 180°, the same cut when it is 0°): every part lies within the
     world extent, rather than spanning it from one edge to the other (a field across 80° W
     in "+proj=cea +lon_0=100"). Returns a new object array, shape (n,)."""
-    half_turn = _half_turn(lonlat_area.lonlat_crs)
+    half_turn = half_turn_of(lonlat_area.lonlat_crs)
     center = lonlat_area.central_meridian
     geoms = lonlat
     if center != 0.0:
@@ -813,7 +813,7 @@ def _to_equal_area(dense: np.ndarray, crs, equal_area_crs, name: str) -> np.ndar
     try:
         if lonlat_crs is None:
             return _drop_non_finite(to_crs(dense, crs, equal_area_crs))
-        half_turn = _half_turn(lonlat_crs)
+        half_turn = half_turn_of(lonlat_crs)
         center = _central_longitude(equal_area_crs, lonlat_crs)
         coords, row = shapely.get_coordinates(dense, return_index=True)
         lon, lat = coords[:, 0], coords[:, 1]
@@ -895,7 +895,7 @@ def _edge_side(transformer, lon, lat, center: float, half_turn: float):
     return x, np.asarray(y, dtype=float)
 
 
-def _half_turn(crs: pyproj.CRS) -> float:
+def half_turn_of(crs: pyproj.CRS) -> float:
     """180° in the angular unit of a geographic CRS's axes."""
     axis = crs.axis_info[0]
     if "degree" in axis.unit_name:
