@@ -19,6 +19,8 @@ import threading
 import numpy as np
 import shapely
 
+from .segments import group_starts
+
 #: Rows turned into WKB and written per call of ``append``'s inner loop.
 _WRITE_CHUNK = 20_000
 
@@ -243,7 +245,7 @@ def envelopes(geometries) -> np.ndarray:
     if len(other):
         xy, row = shapely.get_coordinates(geometries[other], return_index=True)
         if len(row):
-            starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+            starts = group_starts(row)
             at = other[row[starts]]
             out[at, :2] = np.minimum.reduceat(xy, starts, axis=0)
             out[at, 2:] = np.maximum.reduceat(xy, starts, axis=0)
