@@ -37,6 +37,26 @@ def _store(geometries, *splits):
     return store
 
 
+def _assert_contain_envelopes(bounds, geometries):
+    """``bounds`` hold each row's envelope within one float32 step outwards (NaN for None
+    or empty), the store's rule (``outward_float32``), checked without it."""
+    envelope = shapely.bounds(np.asarray(geometries, dtype=object))
+    assert bounds.dtype == np.float64 and bounds.shape == envelope.shape
+    np.testing.assert_array_equal(np.isnan(bounds), np.isnan(envelope))
+    known = ~np.isnan(envelope)
+    b, e = bounds[known], envelope[known]
+    assert np.all(bounds.astype(np.float32)[known] == b)  # float32 values
+    low = np.zeros(envelope.shape, dtype=bool)
+    low[:, :2] = True
+    low = low[known]
+    assert np.all(b[low] <= e[low]) and np.all(b[~low] >= e[~low])
+    # One float32 step inwards would no longer contain the value.
+    inward = np.where(low, np.nextafter(b.astype(np.float32), np.float32(np.inf)),
+                      np.nextafter(b.astype(np.float32), np.float32(-np.inf)))
+    finite = np.isfinite(b)
+    assert np.all(np.where(low, inward > e, inward < e)[finite & (b != e)])
+
+
 def _same(a, b):
     """Element by element: both None, or the same WKB (coordinates bit for bit)."""
     return [x is y is None or (x is not None and y is not None
@@ -49,7 +69,7 @@ def test_stored_rows_come_back_bit_for_bit_with_their_envelopes_and_vertex_count
         assert len(store) == len(GEOMETRIES)
         assert all(_same(store.take(np.arange(len(GEOMETRIES))), GEOMETRIES))
         assert all(_same(store.take(slice(1, 5)), GEOMETRIES[1:5]))
-        np.testing.assert_array_equal(store.bounds, shapely.bounds(GEOMETRIES))
+        _assert_contain_envelopes(store.bounds, GEOMETRIES)
         assert store.num_coordinates.tolist() == [5, 0, 0, 10, 4, 5, 5]
         backwards = store.view(np.arange(len(GEOMETRIES))[::-1])
         assert all(_same(backwards.take(np.arange(len(GEOMETRIES))), GEOMETRIES[::-1]))
@@ -63,7 +83,7 @@ def test_a_view_of_a_view_reads_the_rows_it_names():
         some = backwards.view(np.array([0, 3, 6, 3]))  # rows 6, 3, 0, 3
         assert len(some) == 4
         assert all(_same(some.take(slice(None)), GEOMETRIES[[6, 3, 0, 3]]))
-        np.testing.assert_array_equal(some.bounds, shapely.bounds(GEOMETRIES[[6, 3, 0, 3]]))
+        _assert_contain_envelopes(some.bounds, GEOMETRIES[[6, 3, 0, 3]])
         assert some.num_coordinates.tolist() == [5, 10, 5, 10]
         assert some.wkb(slice(1, 3)) == [shapely.to_wkb(GEOMETRIES[3]),
                                          shapely.to_wkb(GEOMETRIES[0])]
@@ -92,7 +112,7 @@ def test_a_view_reads_its_replaced_rows_from_a_sibling_of_the_store():
                             dtype=object)
         assert len(view) == 4
         assert all(_same(view.take(slice(None)), expected))
-        np.testing.assert_array_equal(view.bounds, shapely.bounds(expected))
+        _assert_contain_envelopes(view.bounds, expected)
         assert view.num_coordinates.tolist() == [5, 0, 10, 5]
         assert view.wkb([3, 1]) == [shapely.to_wkb(replacements[0]), None]
         # A view of it keeps the replacements: rows 3, 0 of the view.
@@ -214,3 +234,21 @@ def test_a_stored_layer_is_selected_by_a_study_area_as_in_one_call(rule):
     assert chunked.keep.tolist() == whole.keep.tolist()
     assert (chunked.n_outside, chunked.n_clipped) == (whole.n_outside, whole.n_clipped)
     assert all(_same(chunked.geometries.take(np.arange(len(whole.keep))), whole.geometries))
+
+
+@given(st.lists(st.floats(allow_nan=False, width=64), min_size=4, max_size=4))
+def test_outward_float32_boxes_contain_the_box_and_are_one_step_from_it(values):
+    from iou_evaluation.core.geometry.stored import outward_float32
+
+    xmin, xmax = sorted(values[::2])
+    ymin, ymax = sorted(values[1::2])
+    box = np.array([[xmin, ymin, xmax, ymax]])
+    out = outward_float32(box)
+    assert out.dtype == np.float32
+    low, high = out[0, :2].astype(np.float64), out[0, 2:].astype(np.float64)
+    assert np.all(low <= box[0, :2]) and np.all(high >= box[0, 2:])
+    # No float32 lies strictly between a value and its rounding (within float32's range).
+    inside = np.abs(box[0]) <= np.finfo(np.float32).max
+    step_in = np.r_[np.nextafter(out[0, :2], np.float32(np.inf)),
+                    np.nextafter(out[0, 2:], np.float32(-np.inf))].astype(np.float64)
+    assert np.all(np.where(np.arange(4) < 2, step_in > box[0], step_in < box[0])[inside])

@@ -12,7 +12,7 @@ from . import figures
 from ..boundary.distances import simplified_in_runs
 from ..boundary.zones import utm_crs
 from ..geometry.crs import transformer
-from ..geometry.stored import StoredGeometries, take
+from ..geometry.stored import StoredGeometries, outward_float32, take
 from ..evaluation.evaluate import Evaluation
 from ..matching.labels import MISSING
 from .definitions import DEFINITIONS
@@ -318,10 +318,12 @@ class _BoxIndex:
 
     def __init__(self, stored):
         self.stored = stored
+        self.bounds = stored.float32_bounds  # once: a view's are a new array at each call
 
     def query(self, geometry, predicate="intersects"):
-        xmin, ymin, xmax, ymax = shapely.bounds(geometry)
-        b = self.stored.bounds
+        # Both boxes rounded outwards to float32: the filter keeps every row that may meet.
+        xmin, ymin, xmax, ymax = outward_float32(shapely.bounds(geometry))[0]
+        b = self.bounds
         with np.errstate(invalid="ignore"):
             near = np.flatnonzero((b[:, 0] <= xmax) & (b[:, 2] >= xmin)
                                   & (b[:, 1] <= ymax) & (b[:, 3] >= ymin))
