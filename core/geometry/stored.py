@@ -3,8 +3,9 @@ to a temporary file and read back by position, a work unit or an output batch at
 
 A shapely polygon of 30 vertices takes about 1 KB of memory and its WKB about 0.5 KB; what
 stays in memory per row is its place in the file, a box containing its envelope (float32)
-and its vertex count (32 B, so 32 MB per million rows). Reading a row back costs one read call and ``shapely.from_wkb``:
-about 2 µs for a field of 30 vertices, against 30 µs or more to evaluate it.
+and its vertex count (32 B, so 32 MB per million rows). Reading a row back costs one read
+call and ``shapely.from_wkb``: about 2 µs for a field of 30 vertices, against 30 µs or more
+to evaluate it.
 
 The file is a ``tempfile.TemporaryFile``: removed by the system when closed, or when the
 process ends however it ends (on Windows, when it is closed).
