@@ -173,3 +173,28 @@ def test_argmax_per_group_takes_the_largest_value_then_the_smallest_other(rows):
         else:
             expected.append(min(o for _, o in members))
     assert argmax_per_group(group, value, other, 7).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=40),
+       st.integers(1, 7))
+def test_greedy_acceptance_in_blocks_is_the_sequential_rule(pairs, block):
+    """Pairs taken a block at a time (``rules._GREEDY_BLOCK``) are accepted as by the rule
+    applied pair by pair: accept a pair when its reference and prediction are both free."""
+    from iou_evaluation.core.matching import rules
+
+    ref = np.array([r for r, _ in pairs], dtype=np.int64)
+    pred = np.array([p for _, p in pairs], dtype=np.int64)
+    used_ref, used_pred, expected = set(), set(), []
+    for k, (r, p) in enumerate(pairs):
+        if r not in used_ref and p not in used_pred:
+            used_ref.add(r)
+            used_pred.add(p)
+            expected.append(k)
+    original = rules._GREEDY_BLOCK
+    try:
+        rules._GREEDY_BLOCK = block
+        accepted = rules.greedy_accepted(ref, pred, 6, 6)
+    finally:
+        rules._GREEDY_BLOCK = original
+    assert accepted.dtype == np.int64 and accepted.tolist() == expected

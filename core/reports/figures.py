@@ -135,19 +135,25 @@ def histogram(samples: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: st
     Returns the figure as a data URI (SVG).
     """
     figure, ax = new_figure(*size_in)
-    arrays = {label: _finite(values) for label, values in samples.items()}
-    everything = np.concatenate([a for a in arrays.values()] or [np.zeros(0)])
     if range_ is None and np.ndim(bins) == 0:
-        range_ = (float(everything.min()), float(everything.max())) if everything.size else (0, 1)
+        ends = [(float(a.min()), float(a.max())) for a in map(_finite, samples.values())
+                if a.size]
+        range_ = (min(e[0] for e in ends), max(e[1] for e in ends)) if ends else (0, 1)
         if range_[0] == range_[1]:
             range_ = (range_[0] - 0.5, range_[1] + 0.5)
-    edges = np.histogram_bin_edges(everything, bins=bins, range=range_)
-    for k, (label, values) in enumerate(arrays.items()):
+    edges = np.histogram_bin_edges(np.zeros(0), bins=bins, range=range_)
+    for k, (label, values) in enumerate(samples.items()):
+        # Counted here, one sample at a time, and drawn as one weighted value per bin (the
+        # same bars): matplotlib's hist would hold copies of a national layer's values.
+        values = _finite(values)
+        n, (counts, _) = values.size, np.histogram(values, bins=edges)
+        del values
         style = series_style(k)
-        ax.hist(values, bins=edges, histtype="step", linewidth=1.6, color=style["color"],
-                linestyle=style["linestyle"], label=f"{label} (n = {values.size:,})")
+        ax.hist(edges[:-1], bins=edges, weights=counts, histtype="step", linewidth=1.6,
+                color=style["color"], linestyle=style["linestyle"], label=f"{label} (n = {n:,})")
         if k == 0:  # a light fill under the first sample only: the others stay visible
-            ax.hist(values, bins=edges, histtype="stepfilled", color=style["color"], alpha=0.15)
+            ax.hist(edges[:-1], bins=edges, weights=counts, histtype="stepfilled",
+                    color=style["color"], alpha=0.15)
     _vlines(ax, vlines)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
