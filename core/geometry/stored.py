@@ -82,7 +82,7 @@ class StoredGeometries:
         self._appendable = self._owner or _appendable
         self._parts = []  # (offset, length, bounds, num_coordinates) per append
         self._columns = _columns  # (offset, length, bounds, num_coordinates), when frozen
-        # A view: int64 positions into the owner's columns (8 B a row, not their 52 B); a
+        # A view: int64 positions into the owner's columns (8 B a row, not their 32 B); a
         # negative position -1 - j is row j of ``_replacements`` (a sibling's columns).
         self._index = _index
         self._replacements = _replacements
